@@ -1,0 +1,1 @@
+"""The agent service: ReAct loop, model client, tools, tool service, HTTP API and metrics."""

@@ -1,0 +1,1 @@
+"""Evaluations: tool selection accuracy, RAGAS metrics, golden datasets and reports."""

@@ -1,0 +1,1 @@
+"""The kopf operator: thin handlers, pure renderers (spec → manifests) and status logic."""

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Build the test control plane's binaries from the Go module proxy into a cache folder outside
+# the repository, keyed by version. A second run with the same versions does nothing.
+#
+#   tests/cluster/build.sh            # build what is missing, print the bin folder
+#
+# Output folder: ${SLEUTH_CACHE:-~/.cache/sleuth}/bin/<component>-<version>/
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+source "$here/versions.env"
+cache="${SLEUTH_CACHE:-$HOME/.cache/sleuth}"
+export GOFLAGS="${GOFLAGS:--buildvcs=false}"
+export CGO_ENABLED=0
+
+log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+staging_modules() {
+  # The staging modules are the ones k8s.io/kubernetes replaces with ./staging/src/...
+  local mod
+  mod="$(go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')"
+  sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$mod"
+}
+
+build_kubernetes() {
+  local out="$cache/bin/kubernetes-$KUBERNETES_VERSION"
+  if [[ -x "$out/kube-apiserver" && -x "$out/kubectl" && -x "$out/kube-scheduler" && -x "$out/kube-controller-manager" ]]; then
+    echo "$out"; return
+  fi
+  log "building Kubernetes $KUBERNETES_VERSION (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)"
+  local work="$cache/src/kubernetes-$KUBERNETES_VERSION"
+  rm -rf "$work"; mkdir -p "$work" "$out.tmp"
+  (
+    cd "$work"
+    {
+      echo "module sleuth.local/k8sbuild"
+      echo "go 1.24.0"
+      echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
+      for m in $(staging_modules); do echo "replace $m => $m $KUBERNETES_STAGING_VERSION"; done
+      for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+        echo "tool k8s.io/kubernetes/cmd/$c"
+      done
+    } > go.mod
+    go mod tidy >&2
+    local minor="${KUBERNETES_VERSION#v1.}"; minor="${minor%%.*}"
+    local ld="-s -w"
+    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ld+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+      ld+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+    done
+    go build -trimpath -ldflags "$ld" -o "$out.tmp/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl >&2
+  )
+  rm -rf "$out"; mv "$out.tmp" "$out"
+  echo "$out"
+}
+
+build_etcd() {
+  local out="$cache/bin/etcd-$ETCD_VERSION"
+  if [[ -x "$out/etcd" ]]; then echo "$out"; return; fi
+  log "building etcd $ETCD_VERSION"
+  local work="$cache/src/etcd-$ETCD_VERSION"
+  rm -rf "$work"; mkdir -p "$work" "$out.tmp"
+  (
+    cd "$work"
+    printf 'module sleuth.local/etcdbuild\ngo 1.24.0\nrequire go.etcd.io/etcd/server/v3 %s\ntool go.etcd.io/etcd/server/v3\n' "$ETCD_VERSION" > go.mod
+    go mod tidy >&2
+    go build -trimpath -ldflags "-s -w" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3 >&2
+  )
+  rm -rf "$out"; mv "$out.tmp" "$out"
+  echo "$out"
+}
+
+go_install() {  # name version package...
+  local name="$1" version="$2"; shift 2
+  local out="$cache/bin/$name-$version"
+  local want; want="$(basename "$1")"
+  if [[ -x "$out/$want" ]]; then echo "$out"; return; fi
+  log "building $name $version"
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  for pkg in "$@"; do GOBIN="$out.tmp" go install -trimpath -ldflags "-s -w" "$pkg@$version" >&2; done
+  rm -rf "$out"; mv "$out.tmp" "$out"
+  echo "$out"
+}
+
+prometheus_operator_crds() {
+  local out="$cache/crds/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
+  if [[ -f "$out/monitoring.coreos.com_prometheusrules.yaml" ]]; then echo "$out"; return; fi
+  log "fetching prometheus-operator $PROMETHEUS_OPERATOR_VERSION CRDs from its module"
+  local dir
+  dir="$(go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')"
+  rm -rf "$out"; mkdir -p "$out"
+  cp "$dir"/example/prometheus-operator-crd/*.yaml "$out/"
+  chmod -R u+w "$out"
+  echo "$out"
+}
+
+main() {
+  local t0=$SECONDS
+  local dirs=()
+  dirs+=("$(build_etcd)")
+  dirs+=("$(go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl)")
+  dirs+=("$(go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm)")
+  dirs+=("$(build_kubernetes)")
+  prometheus_operator_crds >/dev/null
+  mkdir -p "$cache/bin/current"
+  for d in "${dirs[@]}"; do
+    for f in "$d"/*; do ln -sfn "$f" "$cache/bin/current/$(basename "$f")"; done
+  done
+  log "binaries ready in $cache/bin/current ($((SECONDS - t0)) s)"
+  echo "$cache/bin/current"
+}
+main "$@"
