@@ -1,0 +1,247 @@
+"""The agent service's configuration file: what the operator renders into the agent's ConfigMap.
+
+The file is YAML or JSON with camelCase keys (Python attribute names are snake_case; both are
+accepted when parsing, camelCase is what :meth:`AgentConfig.to_file_dict` writes). Unknown keys are
+rejected, and a validation error names the offending field.
+
+Example (every field but ``model`` and ``tools`` has a default)::
+
+    model:
+      endpoint: http://vllm-llama:8000/v1      # OpenAI-compatible base URL (ends in /v1)
+      servedModelName: meta-llama/Llama-3.1-70B-Instruct
+      timeoutSeconds: 30
+    planner:
+      mode: llm                                 # or "router": deterministic, no LLM
+      fallbackToRouter: true                    # degrade to the router when the model is down
+    maxIterations: 5
+    parallelToolCalls: true
+    toolCacheTTLSeconds: 300
+    requestTimeoutSeconds: 60
+    maxConcurrentRequests: 64
+    tools:
+      - name: sql_query
+        type: sql_query
+        endpoint: http://tool-sql-query:8080   # remote tool service; omit for in-process
+        timeoutSeconds: 5
+      - name: vector_search
+        type: vector_search
+        endpoint: http://tool-vector-search:8080
+    onlineEval:
+      sampleRate: 0.05
+
+Load a file with :func:`load_agent_config`; the agent service reads the path from
+``SLEUTH_AGENT_CONFIG`` (see ``sleuth.agent.settings``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+ToolType = Literal["vector_search", "sql_query", "web_search", "custom"]
+
+MAX_ITERATIONS_LIMIT = 10
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+
+class ModelEndpointConfig(_Model):
+    """The OpenAI-compatible chat completions server the agent plans with (vLLM or any other)."""
+
+    endpoint: AnyHttpUrl = Field(
+        description=(
+            "Base URL of the OpenAI-compatible API, including the /v1 suffix, "
+            "e.g. http://vllm-llama:8000/v1."
+        )
+    )
+    served_model_name: str = Field(
+        min_length=1,
+        description="Model name sent in the `model` field of every request (vLLM's "
+        "--served-model-name).",
+    )
+    timeout_seconds: float = Field(
+        default=30.0, gt=0, le=600, description="Timeout of one model call, in seconds."
+    )
+    stream: bool = Field(
+        default=True,
+        description="Stream completions (server-sent events) so time to first token is measured.",
+    )
+    temperature: float = Field(default=0.0, ge=0, le=2, description="Sampling temperature.")
+    max_tokens: int = Field(
+        default=1024, ge=1, le=32768, description="Upper bound on tokens generated per model call."
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        description="Name of an environment variable holding the API key, if the server needs "
+        "one (the key itself never appears in this file).",
+    )
+
+
+class PlannerConfig(_Model):
+    """How the agent decides which tools to call."""
+
+    mode: Literal["llm", "router"] = Field(
+        default="llm",
+        description="`llm`: native function calling against the model endpoint. `router`: a "
+        "deterministic keyword router with no LLM (answers say so).",
+    )
+    fallback_to_router: bool = Field(
+        default=True,
+        description="When the model endpoint is unreachable, degrade to the deterministic router "
+        "instead of failing the request.",
+    )
+
+
+class ToolConfig(_Model):
+    """One tool offered to the model: remote (a tool service URL) or in-process."""
+
+    name: str = Field(
+        pattern=r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$",
+        description="Function name the model sees; unique within the agent.",
+    )
+    type: ToolType = Field(
+        description="Kind of tool: vector_search (Qdrant), sql_query (PostgreSQL), web_search, "
+        "or custom (in-process, built by `factory`)."
+    )
+    description: str | None = Field(
+        default=None,
+        description="Override of the description the model sees. Say what the tool is for and "
+        "what it is NOT for.",
+    )
+    endpoint: AnyHttpUrl | None = Field(
+        default=None,
+        description="Base URL of the remote tool service serving this tool. Omit to run the tool "
+        "in-process.",
+    )
+    factory: str | None = Field(
+        default=None,
+        pattern=r"^[\w.]+:[\w.]+$",
+        description="For in-process tools: import path `package.module:callable` returning a "
+        "Tool. Defaults to the built-in implementation of `type`.",
+    )
+    timeout_seconds: float = Field(
+        default=10.0, gt=0, le=300, description="Timeout of one call of this tool, in seconds."
+    )
+    cache_ttl_seconds: float | None = Field(
+        default=None,
+        ge=0,
+        description="Result cache TTL for this tool, in seconds; 0 disables caching. Defaults to "
+        "toolCacheTTLSeconds.",
+    )
+
+    @model_validator(mode="after")
+    def _endpoint_or_factory(self) -> ToolConfig:
+        if self.endpoint is not None and self.factory is not None:
+            raise ValueError("endpoint and factory are exclusive: a tool is remote or in-process")
+        if self.type == "custom" and self.endpoint is None and self.factory is None:
+            raise ValueError("a custom tool needs an endpoint or a factory")
+        return self
+
+
+class OnlineEvalConfig(_Model):
+    """Sampling of production requests for online quality evaluation."""
+
+    sample_rate: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Fraction of requests (0-1) whose traces are kept for online evaluation.",
+    )
+
+
+class AgentConfig(_Model):
+    """The whole configuration file of one agent service."""
+
+    model: ModelEndpointConfig = Field(description="The model server the agent plans with.")
+    planner: PlannerConfig = Field(default_factory=PlannerConfig, description="Planner settings.")
+    tools: list[ToolConfig] = Field(
+        default_factory=list, description="Tools offered to the model, keyed by name."
+    )
+    max_iterations: int = Field(
+        default=5,
+        ge=1,
+        le=MAX_ITERATIONS_LIMIT,
+        description="Model turns allowed per request (1-10); at the limit the agent answers "
+        "with the evidence it has and says so.",
+    )
+    parallel_tool_calls: bool = Field(
+        default=True,
+        description="Run independent tool calls of one turn concurrently. Turn off for "
+        "tool-call parsers that cannot emit parallel calls (e.g. llama3_json).",
+    )
+    max_parallel_tool_calls: int = Field(
+        default=8, ge=1, le=64, description="Upper bound on tool calls running at once per request."
+    )
+    system_prompt: str | None = Field(
+        default=None,
+        description="System prompt; defaults to the built-in prompt (tool-error and "
+        "unavailable-tool instructions included).",
+    )
+    tool_cache_ttl_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        description="Default TTL of the tool result cache keyed by (tool, canonical arguments); "
+        "0 disables it.",
+    )
+    request_timeout_seconds: float = Field(
+        default=60.0, gt=0, le=3600, description="Timeout of a whole request (all iterations)."
+    )
+    max_concurrent_requests: int = Field(
+        default=64,
+        ge=1,
+        le=10000,
+        description="Requests served at once; beyond it the API answers 429 with Retry-After.",
+    )
+    online_eval: OnlineEvalConfig = Field(
+        default_factory=OnlineEvalConfig, description="Online evaluation sampling."
+    )
+
+    @model_validator(mode="after")
+    def _unique_tool_names(self) -> AgentConfig:
+        seen: set[str] = set()
+        for tool in self.tools:
+            if tool.name in seen:
+                raise ValueError(f"tools: duplicate tool name {tool.name!r}")
+            seen.add(tool.name)
+        return self
+
+    def to_file_dict(self) -> dict[str, Any]:
+        """The camelCase, JSON-compatible form written into the ConfigMap."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def parse_agent_config(text: str) -> AgentConfig:
+    """Parse YAML or JSON text (JSON is YAML) into a validated :class:`AgentConfig`."""
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise ValueError("agent configuration must be a mapping at the top level")
+    return AgentConfig.model_validate(data)
+
+
+def load_agent_config(path: str | Path) -> AgentConfig:
+    """Read and validate the configuration file at ``path``."""
+    return parse_agent_config(Path(path).read_text(encoding="utf-8"))
+
+
+__all__ = [
+    "MAX_ITERATIONS_LIMIT",
+    "AgentConfig",
+    "ModelEndpointConfig",
+    "OnlineEvalConfig",
+    "PlannerConfig",
+    "ToolConfig",
+    "ToolType",
+    "load_agent_config",
+    "parse_agent_config",
+]

@@ -1,0 +1,67 @@
+"""The agent configuration file model: defaults, camelCase round trip, errors naming the field."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from sleuth.api.agent_config import AgentConfig, parse_agent_config
+
+pytestmark = pytest.mark.unit
+
+MINIMAL = """
+model:
+  endpoint: http://vllm:8000/v1
+  servedModelName: llama
+tools:
+  - name: sql_query
+    type: sql_query
+    endpoint: http://tool-sql:8080
+"""
+
+
+def test_minimal_file_gets_documented_defaults() -> None:
+    config = parse_agent_config(MINIMAL)
+    assert config.max_iterations == 5
+    assert config.parallel_tool_calls is True
+    assert config.planner.mode == "llm"
+    assert config.tools[0].timeout_seconds == 10.0
+    assert str(config.model.endpoint) == "http://vllm:8000/v1"
+
+
+def test_round_trip_through_camel_case_file_form() -> None:
+    config = parse_agent_config(MINIMAL)
+    data = config.to_file_dict()
+    assert data["maxIterations"] == 5
+    assert data["model"]["servedModelName"] == "llama"
+    assert data["onlineEval"] == {"sampleRate": 0.0}
+    assert AgentConfig.model_validate(data) == config
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ("maxIterations: 11", "maxIterations"),
+        ("maxIterations: 0", "maxIterations"),
+        ("maxConcurrentRequests: 0", "maxConcurrentRequests"),
+        ("colour: red", "colour"),
+    ],
+)
+def test_bad_values_name_the_field(patch: str, field: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        parse_agent_config(MINIMAL + patch + "\n")
+    assert field in str(info.value)
+
+
+def test_duplicate_tool_names_rejected() -> None:
+    text = MINIMAL + "  - name: sql_query\n    type: vector_search\n"
+    with pytest.raises(ValidationError, match="duplicate tool name 'sql_query'"):
+        parse_agent_config(text)
+
+
+def test_tool_is_remote_or_in_process_not_both() -> None:
+    text = MINIMAL.replace(
+        "endpoint: http://tool-sql:8080", "endpoint: http://tool-sql:8080\n    factory: a.b:c"
+    )
+    with pytest.raises(ValidationError, match="exclusive"):
+        parse_agent_config(text)
