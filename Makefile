@@ -1,0 +1,48 @@
+# sleuth — developer entry points. The README's two commands are `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: help setup venv bins promtool test lint demo cluster-up cluster-down crds bench clean
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
+
+venv: $(VENV)/.installed  ## virtual environment with sleuth and its dev extra (editable)
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+bins:  ## build the test control plane's binaries into ~/.cache/sleuth (cached by version)
+	tests/cluster/build.sh >/dev/null
+
+promtool:  ## Prometheus and promtool from Debian's package
+	@command -v promtool >/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+
+setup: venv bins promtool  ## everything the test suite needs
+
+test: setup  ## the whole test suite, set-up included (what CI runs)
+	$(PY) tests/run.py $(PYTEST_ARGS)
+
+lint:  ## ruff and mypy (strict on the packages)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+demo: venv bins  ## the main job on embedded defaults
+	$(VENV)/bin/sleuth demo
+
+cluster-up: bins  ## start a simulated cluster by hand; prints the kubeconfig
+	tests/cluster/up.sh
+
+cluster-down:  ## stop it
+	tests/cluster/down.sh
+
+clean:  ## remove the virtual environment and build output (the binary cache stays)
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,128 @@
+"""Suite-wide fixtures: the real Kubernetes control plane (kwok-simulated nodes).
+
+``kube`` (session): a cluster started from tests/cluster/up.sh, or the one named by
+``SLEUTH_KUBECONFIG`` (e.g. after ``make cluster-up``), stopped at the end when this session
+started it. When the binaries genuinely cannot be built the cluster tests are skipped with the
+reason — except under CI (``CI=true``), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CLUSTER_DIR = ROOT / "tests" / "cluster"
+
+
+@dataclass
+class KubeCluster:
+    """A running control plane: kubeconfig, the cached binaries, and a Python API client."""
+
+    kubeconfig: Path
+    bin_dir: Path
+    _api: Any = field(default=None, repr=False)
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "KUBECONFIG": str(self.kubeconfig),
+            "PATH": f"{self.bin_dir}:{os.environ['PATH']}",
+        }
+
+    def run(
+        self,
+        tool: str,
+        *args: str,
+        check: bool = True,
+        input: str | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [str(self.bin_dir / tool), *args],
+            env=self.env,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"{tool} {' '.join(args)} exited {proc.returncode}\n"
+                f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+            )
+        return proc
+
+    def kubectl(
+        self, *args: str, check: bool = True, input: str | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run("kubectl", *args, check=check, input=input, timeout=timeout)
+
+    def helm(
+        self, *args: str, check: bool = True, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run("helm", *args, check=check, timeout=timeout)
+
+    @property
+    def api(self) -> Any:
+        """A ``kubernetes.client.ApiClient`` bound to this cluster."""
+        if self._api is None:
+            from kubernetes import config
+
+            self._api = config.new_client_from_config(config_file=str(self.kubeconfig))
+        return self._api
+
+
+def _cache() -> Path:
+    return Path(os.environ.get("SLEUTH_CACHE", Path.home() / ".cache" / "sleuth"))
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"the test control plane is required under CI: {reason}", pytrace=False)
+    pytest.skip(f"test control plane unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def kube() -> Iterator[KubeCluster]:
+    given = os.environ.get("SLEUTH_KUBECONFIG")
+    if given:
+        yield KubeCluster(kubeconfig=Path(given), bin_dir=_cache() / "bin" / "current")
+        return
+    build = subprocess.run([str(CLUSTER_DIR / "build.sh")], capture_output=True, text=True)
+    if build.returncode != 0:
+        _unavailable(f"tests/cluster/build.sh failed:\n{build.stderr[-3000:]}")
+    bin_dir = Path(build.stdout.strip().splitlines()[-1])
+    name = f"sleuth-test-{os.getpid()}"
+    env = {**os.environ, "SLEUTH_CLUSTER": name}
+    up = subprocess.run([str(CLUSTER_DIR / "up.sh")], capture_output=True, text=True, env=env)
+    if up.returncode != 0:
+        subprocess.run([str(CLUSTER_DIR / "down.sh")], env=env, capture_output=True)
+        # The binaries exist, so a cluster that does not start is a failure, never a skip.
+        pytest.fail(f"tests/cluster/up.sh failed:\n{up.stderr[-4000:]}", pytrace=False)
+    cluster = KubeCluster(kubeconfig=Path(up.stdout.strip().splitlines()[-1]), bin_dir=bin_dir)
+    try:
+        yield cluster
+    finally:
+        subprocess.run([str(CLUSTER_DIR / "down.sh")], env=env, capture_output=True)
+
+
+@pytest.fixture
+def namespace(kube: KubeCluster) -> Iterator[str]:
+    """A fresh namespace for one test, deleted afterwards (without waiting)."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    kube.kubectl("create", "namespace", name)
+    # The namespace's default ServiceAccount is created by kube-controller-manager.
+    kube.kubectl("wait", "--for=create", "serviceaccount/default", "-n", name, "--timeout=60s")
+    try:
+        yield name
+    finally:
+        kube.kubectl("delete", "namespace", name, "--wait=false", check=False)
