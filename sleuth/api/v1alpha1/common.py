@@ -1,0 +1,116 @@
+"""Types shared by every sleuth kind: references, resources, conditions, the base model.
+
+Field names are camelCase on the wire (``alias_generator``) and snake_case in Python. Every field
+carries a description: it is what ``kubectl explain`` prints, through the generated CRD schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+GROUP = "sleuth.dev"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+# Kubernetes object names used as references (RFC 1123 subdomain, the common case).
+DNS_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+class SpecModel(BaseModel):
+    """Base of every spec model: camelCase aliases, unknown fields refused, immutable."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The camelCase, JSON-compatible form (what a manifest holds), without unset optionals."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class LocalObjectRef(SpecModel):
+    """A reference to an object of a known kind in the same namespace."""
+
+    name: str = Field(
+        min_length=1, max_length=253, pattern=DNS_NAME, description="Name of the object."
+    )
+
+
+class SecretKeyRef(SpecModel):
+    """A key of a Secret in the same namespace. Credentials are only ever given this way."""
+
+    name: str = Field(
+        min_length=1, max_length=253, pattern=DNS_NAME, description="Name of the Secret."
+    )
+    key: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[-._a-zA-Z0-9]+$",
+        description="Key within the Secret whose value is used.",
+    )
+
+
+Quantity = str | int
+"""A Kubernetes resource quantity: ``500m``, ``2Gi`` or a plain integer."""
+
+
+class Resources(SpecModel):
+    """Compute resources of a container, as in a Pod spec."""
+
+    requests: dict[str, Quantity] | None = Field(
+        default=None,
+        description="Minimum resources reserved for the container, e.g. {cpu: 500m, memory: 1Gi}.",
+    )
+    limits: dict[str, Quantity] | None = Field(
+        default=None,
+        description="Maximum resources the container may use, e.g. {memory: 2Gi}.",
+    )
+
+
+ConditionType = Literal["Ready", "Progressing", "Degraded"]
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+
+class Condition(SpecModel):
+    """One observation of the resource's state, in the style of metav1.Condition."""
+
+    type: ConditionType = Field(
+        description="Ready: everything it made serves. Progressing: a rollout is under way. "
+        "Degraded: something it needs is missing or failing."
+    )
+    status: ConditionStatus = Field(description="True, False or Unknown.")
+    reason: str = Field(
+        pattern=r"^[A-Za-z]([A-Za-z0-9]*)$",
+        max_length=1024,
+        description="Stable CamelCase reason code for the last transition, e.g. AgentNotFound.",
+    )
+    message: str = Field(default="", max_length=32768, description="Human-readable detail.")
+    observed_generation: int = Field(
+        default=0, ge=0, description="metadata.generation of the spec this condition reflects."
+    )
+    last_transition_time: str = Field(
+        description="When status last changed (RFC 3339); unchanged while the status holds.",
+        json_schema_extra={"format": "date-time"},
+    )
+
+
+__all__ = [
+    "API_VERSION",
+    "DNS_NAME",
+    "GROUP",
+    "VERSION",
+    "Condition",
+    "ConditionStatus",
+    "ConditionType",
+    "LocalObjectRef",
+    "Quantity",
+    "Resources",
+    "SecretKeyRef",
+    "SpecModel",
+]
