@@ -1,0 +1,103 @@
+"""In-process tool doubles and the seed's data, shared by the agent's tests."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from sleuth.agent.cache import ToolCache
+from sleuth.agent.llm import OpenAIChatModel
+from sleuth.agent.loop import Agent, LoopSettings
+from sleuth.agent.toolrun import BoundTool, ToolRunner
+from sleuth.agent.tools.base import Citation, ToolError, ToolOutput, ToolSpec
+
+SEED_QUESTION = (
+    "How many contracts above 100k€ did we sign in 2025 with EU providers, "
+    "and which special conditions recur?"
+)
+SEED_SQL = {
+    "query": "SELECT COUNT(*) AS num_contratos, SUM(amount) AS total_eur FROM contracts "
+    "WHERE amount > $1 AND year = $2 AND provider_region = $3",
+    "params": [100000, 2025, "EU"],
+}
+SEED_SEARCH = {
+    "query": "EU provider contracts 2025 amount above 100k special conditions recurring clauses",
+    "top_k": 5,
+}
+SEED_CHUNKS = [
+    "Provider A contract — clause 8.3: late-delivery penalty of 2% per month on the invoiced "
+    "amount",
+    "Provider C contract — clause 7.1: price revision linked to the euro area CPI capped at 4% "
+    "per year",
+    "Provider B contract — clause 8.3: late-delivery penalty of 2% per month",
+]
+SEED_ANSWER = (
+    "In 2025 you signed 47 contracts with EU providers above 100,000 €, for a cumulative total "
+    "of 8.3 M€. The special condition that appears most often is the late-delivery penalty "
+    "clause (8.3): 2% per month on the invoiced amount."
+)
+
+
+@dataclass
+class FakeTool:
+    """An in-process tool double: fixed content, optional delay, scripted failures."""
+
+    name: str
+    content: Any
+    delay_s: float = 0.0
+    fail_with: list[ToolError] = field(default_factory=list)
+    citations: tuple[Citation, ...] = ()
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name,
+            description=f"test double of {self.name}",
+            parameters={
+                "type": "object",
+                "properties": {"query": {"type": "string"}},
+                "required": ["query"],
+            },
+        )
+
+    async def call(self, arguments: dict[str, Any]) -> ToolOutput:
+        self.calls.append(arguments)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if self.fail_with:
+            raise self.fail_with.pop(0)
+        return ToolOutput(content=self.content, citations=self.citations)
+
+
+def seed_sql() -> FakeTool:
+    return FakeTool("sql_query", {"num_contratos": 47, "total_eur": 8300000})
+
+
+def seed_vector() -> FakeTool:
+    citations = tuple(
+        Citation(id=f"chunk_{i}", source=f"contract-{p}.pdf", text=t)
+        for i, (p, t) in enumerate(zip("ACB", SEED_CHUNKS, strict=True), start=1)
+    )
+    return FakeTool(
+        "vector_search",
+        [{"id": f"chunk_{i}", "text": t} for i, t in enumerate(SEED_CHUNKS, start=1)],
+        citations=citations,
+    )
+
+
+def make_agent(
+    url: str,
+    tools: list[FakeTool],
+    *,
+    max_iterations: int = 5,
+    parallel: bool = True,
+    timeout_s: float = 5.0,
+    cache: ToolCache | None = None,
+    stream: bool = True,
+) -> Agent:
+    bound = {t.name: BoundTool(t, timeout_s=timeout_s) for t in tools}
+    runner = ToolRunner(bound, cache, parallel=parallel)
+    model = OpenAIChatModel(url, "scripted", stream=stream, timeout_s=10)
+    return Agent(model, runner, LoopSettings(max_iterations=max_iterations))

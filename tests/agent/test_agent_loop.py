@@ -1,0 +1,244 @@
+"""The loop against the scripted model over real HTTP, with in-process tool doubles."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from agent_doubles import (
+    SEED_ANSWER,
+    SEED_QUESTION,
+    SEED_SEARCH,
+    SEED_SQL,
+    FakeTool,
+    make_agent,
+    seed_sql,
+    seed_vector,
+)
+
+from sleuth.agent.cache import ToolCache
+from sleuth.agent.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
+from sleuth.agent.tools.base import ToolArgumentError, ToolUnavailable
+
+pytestmark = pytest.mark.integration
+
+
+def _call(name: str, args: dict[str, object] | str) -> ScriptedToolCall:
+    return ScriptedToolCall(name=name, arguments=args)
+
+
+def _tools_turn(*calls: ScriptedToolCall) -> ScriptedResponse:
+    return ScriptedResponse(tool_calls=list(calls))
+
+
+SEED_SCENARIO = Scenario(
+    turns=[
+        _tools_turn(_call("sql_query", SEED_SQL)),
+        _tools_turn(_call("vector_search", SEED_SEARCH)),
+        ScriptedResponse(content=SEED_ANSWER),
+    ]
+)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_seed_two_iteration_trace(scripted: ScriptedServer, stream: bool) -> None:
+    scripted.set_scenario(SEED_SCENARIO)
+    sql, vector = seed_sql(), seed_vector()
+    result = await make_agent(scripted.url, [sql, vector], stream=stream).run(SEED_QUESTION)
+
+    assert result.answer == SEED_ANSWER
+    trace = result.trace
+    assert trace.stop_reason == "answered"
+    assert trace.iterations == 2
+    assert [s.kind for s in trace.steps] == ["model", "tools", "model", "tools", "model"]
+    assert [c.tool for c in trace.tool_calls()] == ["sql_query", "vector_search"]
+    assert sql.calls == [SEED_SQL]
+    assert json.loads(trace.tool_calls()[0].observation) == {
+        "num_contratos": 47,
+        "total_eur": 8300000,
+    }
+    assert [c["id"] for c in result.citations] == ["chunk_1", "chunk_2", "chunk_3"]
+    assert trace.prompt_tokens > 0
+    if stream:
+        assert all(m.ttft_ms is not None for m in trace.model_steps())
+    # What the model was sent: tools offered with tool_choice auto, observations as tool messages.
+    requests = scripted.requests()
+    assert len(requests) == 3
+    assert requests[0]["tool_choice"] == "auto"
+    assert {t["function"]["name"] for t in requests[0]["tools"]} == {"sql_query", "vector_search"}
+    last = requests[2]["messages"]
+    assert last[-1]["role"] == "tool"
+    assert "clause 8.3" in last[-1]["content"]
+    assert last[-2]["tool_calls"][0]["function"]["name"] == "vector_search"
+
+
+async def test_parallel_calls_overlap_in_the_trace(scripted: ScriptedServer) -> None:
+    scripted.set_scenario(
+        Scenario(
+            turns=[
+                _tools_turn(_call("sql_query", SEED_SQL), _call("vector_search", SEED_SEARCH)),
+                ScriptedResponse(content="both"),
+            ]
+        )
+    )
+    sql, vector = seed_sql(), seed_vector()
+    sql.delay_s, vector.delay_s = 0.3, 0.2
+    result = await make_agent(scripted.url, [sql, vector]).run(SEED_QUESTION)
+    step = result.trace.steps[1]
+    assert step.kind == "tools"
+    assert step.parallel is True
+    first, second = step.calls
+    # Each call started before the other ended: they ran at the same time.
+    assert first.start_ms < second.end_ms
+    assert second.start_ms < first.end_ms
+    # The round lasted less than the sum of the two calls.
+    assert step.end_ms - step.start_ms < first.duration_ms + second.duration_ms
+
+
+async def test_parallel_switch_off_runs_calls_one_after_another(scripted: ScriptedServer) -> None:
+    scripted.set_scenario(
+        Scenario(
+            turns=[
+                _tools_turn(_call("sql_query", SEED_SQL), _call("vector_search", SEED_SEARCH)),
+                ScriptedResponse(content="both"),
+            ]
+        )
+    )
+    sql, vector = seed_sql(), seed_vector()
+    sql.delay_s = vector.delay_s = 0.05
+    result = await make_agent(scripted.url, [sql, vector], parallel=False).run(SEED_QUESTION)
+    first, second = result.trace.tool_calls()
+    assert result.trace.steps[1].parallel is False
+    assert second.start_ms >= first.end_ms
+
+
+async def test_iteration_limit_answers_honestly_with_what_was_found(
+    scripted: ScriptedServer,
+) -> None:
+    keep_asking = _tools_turn(_call("sql_query", {"query": "SELECT 1"}))
+    scripted.set_scenario(Scenario(turns=[keep_asking] * 5))
+    cache = ToolCache()
+    result = await make_agent(scripted.url, [seed_sql()], max_iterations=2, cache=cache).run("q")
+    assert result.trace.stop_reason == "iteration_limit"
+    assert result.trace.iterations == 2
+    assert len(scripted.requests()) == 3
+    assert "could not gather enough evidence" in result.answer
+    assert "within 2 tool iteration(s)" in result.answer
+    assert '"num_contratos": 47' in result.answer
+    # The second identical call came from the cache.
+    assert [c.status for c in result.trace.tool_calls()] == ["ok", "cached"]
+    assert result.trace.cache_hits == 1
+
+
+async def test_tool_timeout_becomes_an_observation(scripted: ScriptedServer) -> None:
+    scripted.set_scenario(
+        Scenario(
+            turns=[
+                _tools_turn(_call("web_search", {"query": "copper price"})),
+                ScriptedResponse(content="Real-time data is not accessible at this moment."),
+            ]
+        )
+    )
+    slow = FakeTool("web_search", {"price": 1}, delay_s=5)
+    result = await make_agent(scripted.url, [slow], timeout_s=0.2).run("copper price today?")
+    record = result.trace.tool_calls()[0]
+    assert record.status == "timeout"
+    assert json.loads(record.observation) == {"error": "timeout after 0.2s", "tool": "web_search"}
+    sent = scripted.requests()[1]["messages"][-1]
+    assert sent == {"role": "tool", "tool_call_id": record.id, "content": record.observation}
+    assert result.answer == "Real-time data is not accessible at this moment."
+
+
+async def test_tool_error_and_one_retry_rule(scripted: ScriptedServer) -> None:
+    same = _call("vector_search", {"query": "clauses"})
+    scripted.set_scenario(
+        Scenario(
+            turns=[
+                _tools_turn(same),
+                _tools_turn(same),
+                _tools_turn(same),
+                ScriptedResponse(content="done"),
+            ]
+        )
+    )
+    down = FakeTool(
+        "vector_search",
+        ["chunk"],
+        fail_with=[ToolUnavailable("qdrant is down"), ToolUnavailable("qdrant is down")],
+    )
+    result = await make_agent(scripted.url, [down]).run("clauses?")
+    statuses = [(c.status, c.attempt) for c in result.trace.tool_calls()]
+    assert statuses == [("unavailable", 1), ("unavailable", 2), ("retry_refused", 3)]
+    assert len(down.calls) == 2  # the third request never reached the tool
+    assert json.loads(result.trace.tool_calls()[0].observation) == {
+        "error": "qdrant is down",
+        "tool": "vector_search",
+    }
+    assert "retried once" in result.trace.tool_calls()[2].observation
+    assert result.answer == "done"
+
+
+async def test_permanent_tool_error_and_unknown_tool(scripted: ScriptedServer) -> None:
+    scripted.set_scenario(
+        Scenario(
+            turns=[
+                _tools_turn(
+                    _call("sql_query", {"query": "DROP TABLE contracts"}),
+                    _call("shell", {"cmd": "ls"}),
+                ),
+                ScriptedResponse(content="cannot"),
+            ]
+        )
+    )
+    sql = FakeTool("sql_query", {}, fail_with=[ToolArgumentError("query: only SELECT is allowed")])
+    result = await make_agent(scripted.url, [sql]).run("drop it")
+    bad, unknown = result.trace.tool_calls()
+    assert bad.status == "error"
+    assert "only SELECT" in bad.observation
+    assert unknown.status == "unknown_tool"
+    assert "offered tools: sql_query" in unknown.observation
+
+
+async def test_malformed_arguments_are_counted_and_the_model_fixes_them(
+    scripted: ScriptedServer,
+) -> None:
+    scripted.set_scenario(
+        Scenario(
+            turns=[
+                _tools_turn(_call("sql_query", '{"query": "SELECT COUNT(*)')),
+                _tools_turn(_call("sql_query", {"query": "SELECT COUNT(*) FROM contracts"})),
+                ScriptedResponse(content="47"),
+            ]
+        )
+    )
+    sql = seed_sql()
+    result = await make_agent(scripted.url, [sql]).run("how many?")
+    first, second = result.trace.tool_calls()
+    assert first.status == "malformed"
+    assert "not a valid JSON object" in first.observation
+    assert second.status == "ok"
+    assert result.trace.malformed_tool_calls == 1
+    assert sql.calls == [{"query": "SELECT COUNT(*) FROM contracts"}]
+    assert result.answer == "47"
+
+
+async def test_model_failure_ends_with_an_honest_answer(scripted: ScriptedServer) -> None:
+    scripted.set_scenario(
+        Scenario(
+            turns=[
+                _tools_turn(_call("sql_query", SEED_SQL)),
+                ScriptedResponse(status=503, error_message="no capacity"),
+            ]
+        )
+    )
+    result = await make_agent(scripted.url, [seed_sql()]).run(SEED_QUESTION)
+    assert result.trace.stop_reason == "model_error"
+    assert "model server is unavailable" in result.answer
+    assert "no capacity" in result.answer
+    assert '"num_contratos": 47' in result.answer
+
+
+async def test_unreachable_model_server() -> None:
+    result = await make_agent("http://127.0.0.1:9/v1", [seed_sql()]).run("q")
+    assert result.trace.stop_reason == "model_error"
+    assert "unreachable" in result.answer
