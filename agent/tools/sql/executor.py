@@ -1,0 +1,155 @@
+"""Run a guarded query: READ ONLY transaction, SET LOCAL statement_timeout, a row cap.
+
+Every query runs inside ``BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`` with
+``SET LOCAL statement_timeout``, ``lock_timeout`` and ``standard_conforming_strings = on`` (so
+PostgreSQL reads backslashes in strings the way the guard's parser did), as a prepared statement
+(the extended protocol refuses a second statement) through a cursor that stops after
+``max_rows + 1`` rows: the result says when it truncated. The transaction always ends in a
+rollback; nothing a query does can persist.
+
+Parameters from the model (JSON values) are coerced to the types PostgreSQL inferred for the
+placeholders (``"2025"`` for an integer, ``100000`` for a numeric, ``"2025-01-31"`` for a date);
+a value that does not fit is an argument error naming the placeholder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import asyncpg
+
+from sleuth.agent.tools.base import ToolArgumentError, ToolError, ToolUnavailable
+from sleuth.agent.tools.sql.guard import CheckedQuery
+from sleuth.agent.tools.sql.values import JsonValue, to_json
+
+_INT_TYPES = {"int2", "int4", "int8", "oid"}
+_FLOAT_TYPES = {"float4", "float8"}
+
+
+@dataclass(frozen=True)
+class SqlLimits:
+    """Per-query limits."""
+
+    max_rows: int = 100
+    statement_timeout_seconds: float = 5.0
+    lock_timeout_seconds: float = 1.0
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Column names, rows as objects, and whether the row cap cut the result."""
+
+    columns: tuple[str, ...]
+    rows: tuple[dict[str, JsonValue], ...]
+    truncated: bool
+    max_rows: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "columns": list(self.columns),
+            "rows": [dict(r) for r in self.rows],
+            "row_count": len(self.rows),
+            "truncated": self.truncated,
+            "max_rows": self.max_rows,
+        }
+
+
+def _coerce(value: object, type_name: str, index: int) -> object:
+    """A JSON parameter converted to what asyncpg expects for a parameter of ``type_name``."""
+    if value is None:
+        return None
+    try:
+        if type_name in _INT_TYPES:
+            if isinstance(value, bool):
+                raise ValueError("a boolean is not an integer")
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError("not an integer")
+            return int(value) if isinstance(value, int | float) else int(str(value).strip())
+        if type_name == "numeric":
+            if isinstance(value, bool):
+                raise ValueError("a boolean is not a number")
+            return Decimal(str(value))
+        if type_name in _FLOAT_TYPES:
+            return float(value)  # type: ignore[arg-type]
+        if type_name == "date" and isinstance(value, str):
+            return date.fromisoformat(value)
+        if type_name in {"timestamp", "timestamptz"} and isinstance(value, str):
+            return datetime.fromisoformat(value)
+        if type_name == "bool" and isinstance(value, str):
+            lowered = value.strip().lower()
+            if lowered in {"true", "false"}:
+                return lowered == "true"
+            raise ValueError("expected true or false")
+        if type_name in {"text", "varchar", "bpchar", "name"} and not isinstance(value, str):
+            return str(value)
+    except (ValueError, TypeError, InvalidOperation) as err:
+        raise ToolArgumentError(
+            f"params[{index - 1}] (${index}) {value!r} is not a valid {type_name}: {err}",
+            tool="sql_query",
+        ) from None
+    return value
+
+
+def _unique(names: list[str]) -> tuple[str, ...]:
+    """Column names made unique (``id``, ``id_2``) so rows can be objects."""
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return tuple(out)
+
+
+async def run_readonly(
+    pool: asyncpg.Pool,
+    query: CheckedQuery,
+    params: Sequence[object],
+    limits: SqlLimits,
+) -> QueryResult:
+    """Execute an accepted query under the limits; map database errors to tool errors."""
+    timeout_ms = max(1, int(limits.statement_timeout_seconds * 1000))
+    lock_ms = max(1, int(limits.lock_timeout_seconds * 1000))
+    try:
+        async with pool.acquire(timeout=limits.statement_timeout_seconds) as conn:
+            tx = conn.transaction(isolation="repeatable_read", readonly=True)
+            await tx.start()
+            try:
+                await conn.execute(
+                    f"SET LOCAL statement_timeout = {timeout_ms}; "
+                    f"SET LOCAL lock_timeout = {lock_ms}; "
+                    "SET LOCAL standard_conforming_strings = on"
+                )
+                stmt = await conn.prepare(query.sql)
+                types = [t.name for t in stmt.get_parameters()]
+                args = [
+                    _coerce(v, t, i) for i, (v, t) in enumerate(zip(params, types, strict=True), 1)
+                ]
+                columns = _unique([a.name for a in stmt.get_attributes()])
+                cursor = await stmt.cursor(*args)
+                records = await cursor.fetch(limits.max_rows + 1)
+            finally:
+                await tx.rollback()
+    except ToolError:
+        raise
+    except asyncpg.QueryCanceledError:
+        raise ToolError(
+            f"the query was cancelled after {limits.statement_timeout_seconds:g} s "
+            "(statement_timeout); simplify it or filter more",
+            tool="sql_query",
+        ) from None
+    except (TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, OSError) as err:
+        raise ToolUnavailable(f"the database is unavailable: {err}", tool="sql_query") from None
+    except asyncpg.PostgresError as err:
+        raise ToolArgumentError(
+            f"the database refused the query: {err}", tool="sql_query"
+        ) from None
+    truncated = len(records) > limits.max_rows
+    rows = tuple(
+        {name: to_json(value) for name, value in zip(columns, record.values(), strict=True)}
+        for record in records[: limits.max_rows]
+    )
+    return QueryResult(columns=columns, rows=rows, truncated=truncated, max_rows=limits.max_rows)

@@ -1,0 +1,110 @@
+"""Fixtures of the tools' tests: a real PostgreSQL (pgserver) holding the seed's sample data.
+
+One server per test session, in a temporary folder. The owner (``postgres``) loads
+:mod:`sleuth.sample.contracts`; ``docs/sql/readonly-role.sql`` creates the SELECT-only role the
+tool connects as (so the documented snippet is exercised). :func:`table_checksums` hashes every
+table, the relation list and the role list, to prove that nothing was written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from sleuth.sample.contracts import load_postgres
+
+REPO = Path(__file__).resolve().parents[2]
+ROLE_SQL = REPO / "docs" / "sql" / "readonly-role.sql"
+
+
+@dataclass(frozen=True)
+class Postgres:
+    """DSNs of the test database: the owner's and the SELECT-only reader's."""
+
+    owner_dsn: str
+    reader_dsn: str
+
+
+def _with_user(uri: str, user: str) -> str:
+    # pgserver gives postgresql://postgres:@/postgres?host=/tmp/...
+    scheme, rest = uri.split("://", 1)
+    _, tail = rest.split("@", 1)
+    return f"{scheme}://{user}@{tail}"
+
+
+async def _prepare(owner_dsn: str) -> None:
+    conn = await asyncpg.connect(owner_dsn)
+    try:
+        await load_postgres(conn)
+        await conn.execute(ROLE_SQL.read_text(encoding="utf-8"))
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
+    pgserver = pytest.importorskip("pgserver")
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("xdg")))
+    data = tmp_path_factory.mktemp("pgdata")
+    with pgserver.get_server(data, cleanup_mode="delete") as server:
+        owner = server.get_uri()
+        asyncio.run(_prepare(owner))
+        yield Postgres(owner_dsn=owner, reader_dsn=_with_user(owner, "sleuth_reader"))
+
+
+@pytest.fixture
+async def reader_pool(postgres: Postgres) -> AsyncIterator[asyncpg.Pool]:
+    pool = await asyncpg.create_pool(postgres.reader_dsn, min_size=0, max_size=2)
+    assert pool is not None
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+@pytest.fixture
+async def owner_conn(postgres: Postgres) -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(postgres.owner_dsn)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+async def table_checksums(conn: asyncpg.Connection) -> dict[str, str]:
+    """md5 of every user table's rows, plus the list of relations and roles."""
+    tables = await conn.fetch(
+        "SELECT schemaname, tablename FROM pg_tables "
+        "WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2"
+    )
+    sums: dict[str, str] = {}
+    for row in tables:
+        name = f'"{row["schemaname"]}"."{row["tablename"]}"'
+        sums[name] = await conn.fetchval(
+            f"SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM {name} t"
+        )
+    sums["<relations>"] = await conn.fetchval(
+        "SELECT md5(string_agg(c.oid::regclass::text || ':' || c.relkind::text, ',' "
+        "ORDER BY c.oid)) "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')"
+    )
+    sums["<roles>"] = await conn.fetchval(
+        "SELECT md5(string_agg(rolname || rolsuper::text, ',' ORDER BY rolname)) FROM pg_roles"
+    )
+    return sums
+
+
+Checksums = Callable[[asyncpg.Connection], Awaitable[dict[str, str]]]
+
+
+@pytest.fixture
+def checksums() -> Checksums:
+    """:func:`table_checksums`, as a fixture (test modules here are not a package)."""
+    return table_checksums
