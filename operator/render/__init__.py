@@ -1,0 +1,13 @@
+"""Pure renderers: a validated spec in, the Kubernetes objects it stands for out. No I/O.
+
+- :mod:`.model`: the vLLM Deployment and Service of an AgentDeployment that serves its model.
+- :mod:`.agent`: the agent Deployment, Service and ConfigMap (the agent's configuration file).
+- :mod:`.tool`: a ToolBinding's tool service Deployment, Service, ConfigMap and NetworkPolicy.
+
+Every object carries the standard ``app.kubernetes.io/*`` labels and an ownerReference to the
+custom resource it came from, and is complete: it is applied with server-side apply as is.
+"""
+
+from sleuth.operator.render.meta import Owner, RenderSettings
+
+__all__ = ["Owner", "RenderSettings"]

@@ -1,0 +1,178 @@
+"""The agent service of an AgentDeployment: ConfigMap (its configuration file), Deployment, Service.
+
+The ConfigMap holds exactly :class:`sleuth.api.agent_config.AgentConfig`, the file the agent reads
+from ``SLEUTH_AGENT_CONFIG``; its digest is a pod-template annotation, so a change rolls the pods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+from pydantic import AnyHttpUrl
+
+from sleuth.api.agent_config import AgentConfig, ModelEndpointConfig, OnlineEvalConfig, ToolConfig
+from sleuth.api.v1alpha1.agentdeployment import SINGLE_CALL_PARSERS, AgentDeploymentSpec
+from sleuth.api.v1alpha1.toolbinding import ToolBindingSpec
+from sleuth.operator.render.meta import (
+    CONFIG_HASH_ANNOTATION,
+    Manifest,
+    Owner,
+    RenderSettings,
+    config_hash,
+    hardened_container,
+    hardened_pod,
+    http_probe,
+    metadata,
+    resources,
+    secret_env,
+    selector_labels,
+    service_url,
+)
+from sleuth.operator.render.model import model_endpoint
+from sleuth.operator.render.tool import tool_description, tool_endpoint
+
+CONFIG_DIR = "/etc/sleuth/agent"
+CONFIG_FILE = "config.yaml"
+MODEL_API_KEY_ENV = "SLEUTH_MODEL_API_KEY"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A ToolBinding bound to the agent being rendered: its name and validated spec."""
+
+    name: str
+    spec: ToolBindingSpec
+
+
+def agent_name(owner: Owner) -> str:
+    """Name of the agent's Deployment, Service and ConfigMap."""
+    return f"{owner.name}-agent"
+
+
+def agent_endpoint(owner: Owner, settings: RenderSettings) -> str:
+    """Base URL of the agent's OpenAI-compatible API."""
+    return service_url(agent_name(owner), owner.namespace, settings.agent_port, "/v1")
+
+
+def agent_config(
+    owner: Owner,
+    spec: AgentDeploymentSpec,
+    bindings: list[Binding],
+    settings: RenderSettings,
+) -> AgentConfig:
+    """The agent's configuration file: model endpoint, tools in name order, limits, prompt."""
+    agent = spec.agent
+    parallel = agent.parallel_tool_calls
+    if parallel is None:
+        parallel = spec.model.effective_parser not in SINGLE_CALL_PARSERS
+    tools = [
+        ToolConfig(
+            name=b.spec.tool_name,
+            type=b.spec.type,
+            description=tool_description(b.spec),
+            endpoint=AnyHttpUrl(tool_endpoint(b.name, owner.namespace, settings)),
+            timeout_seconds=b.spec.timeout_seconds,
+            cache_ttl_seconds=b.spec.cache_ttl_seconds,
+        )
+        for b in sorted(bindings, key=lambda b: (b.spec.tool_name, b.name))
+    ]
+    return AgentConfig(
+        model=ModelEndpointConfig(
+            endpoint=AnyHttpUrl(model_endpoint(owner, spec.model, settings)),
+            served_model_name=spec.model.effective_served_name,
+            timeout_seconds=float(min(agent.request_timeout_seconds, 600)),
+            api_key_env=MODEL_API_KEY_ENV if spec.model.api_key_secret_ref else None,
+        ),
+        tools=tools,
+        max_iterations=agent.max_iterations,
+        parallel_tool_calls=parallel,
+        system_prompt=agent.system_prompt,
+        tool_cache_ttl_seconds=agent.tool_cache_ttl_seconds,
+        request_timeout_seconds=agent.request_timeout_seconds,
+        max_concurrent_requests=agent.max_concurrent_requests,
+        online_eval=OnlineEvalConfig(sample_rate=agent.online_eval_sample_rate),
+    )
+
+
+def render_agent(
+    owner: Owner,
+    spec: AgentDeploymentSpec,
+    bindings: list[Binding],
+    settings: RenderSettings,
+) -> list[Manifest]:
+    """ConfigMap + Deployment + Service of the agent service."""
+    name = agent_name(owner)
+    config = agent_config(owner, spec, bindings, settings).to_file_dict()
+    data = {CONFIG_FILE: yaml.safe_dump(config, sort_keys=True, allow_unicode=True)}
+    selector = selector_labels("agent", owner.name)
+    env: list[Manifest] = [{"name": "SLEUTH_AGENT_CONFIG", "value": f"{CONFIG_DIR}/{CONFIG_FILE}"}]
+    if spec.model.api_key_secret_ref is not None:
+        ref = spec.model.api_key_secret_ref
+        env.append(secret_env(MODEL_API_KEY_ENV, ref.name, ref.key))
+    container: Manifest = {
+        "name": "agent",
+        "image": spec.agent.image or settings.sleuth_image,
+        "args": ["agent", "--host", "0.0.0.0", "--port", str(settings.agent_port)],
+        "ports": [{"name": "http", "containerPort": settings.agent_port, "protocol": "TCP"}],
+        "env": env,
+        "resources": resources(spec.agent.resources),
+        "volumeMounts": [
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+        "readinessProbe": http_probe("/readyz", "http", 5, 3),
+        "livenessProbe": http_probe("/healthz", "http", 10, 3),
+        "securityContext": hardened_container(),
+    }
+    configmap: Manifest = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(name, owner, "agent", owner.name),
+        "data": data,
+    }
+    deployment: Manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(name, owner, "agent", owner.name),
+        "spec": {
+            "replicas": spec.agent.replicas,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {
+                    "labels": metadata(name, owner, "agent", owner.name)["labels"],
+                    "annotations": {CONFIG_HASH_ANNOTATION: config_hash(data)},
+                },
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "securityContext": hardened_pod(),
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "config", "configMap": {"name": name}},
+                        {"name": "tmp", "emptyDir": {}},
+                    ],
+                },
+            },
+        },
+    }
+    service: Manifest = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(name, owner, "agent", owner.name),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector,
+            "ports": [
+                {
+                    "name": "http",
+                    "port": settings.agent_port,
+                    "targetPort": "http",
+                    "protocol": "TCP",
+                }
+            ],
+        },
+    }
+    return [configmap, deployment, service]
+
+
+__all__ = ["Binding", "agent_config", "agent_endpoint", "agent_name", "render_agent"]
