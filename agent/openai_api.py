@@ -1,0 +1,146 @@
+"""OpenAI-compatible front of the agent: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+
+The last message must be the user's question; earlier user and assistant messages are passed as
+history (system and tool messages from the client are ignored: the agent has its own prompt and
+tools). The agent's loop runs behind the endpoint; the answer is the assistant message, and the
+non-streamed body carries the citations and trace under the extra key ``sleuth``. With
+``"stream": true`` the role chunk is sent at once, the answer when the loop has finished.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from sleuth.agent.loop import AgentResult
+from sleuth.agent.service import AgentService, Overloaded
+
+router = APIRouter()
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "user", "assistant", "tool", "developer"]
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        if isinstance(self.content, list):
+            return "".join(str(p.get("text", "")) for p in self.content)
+        return ""
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None
+
+
+def _usage(result: AgentResult) -> dict[str, int]:
+    trace = result.trace
+    return {
+        "prompt_tokens": trace.prompt_tokens,
+        "completion_tokens": trace.completion_tokens,
+        "total_tokens": trace.prompt_tokens + trace.completion_tokens,
+    }
+
+
+def _chunk(cid: str, model: str, delta: dict[str, Any], finish: str | None = None) -> str:
+    body = {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+
+@router.get("/v1/models")
+async def models(request: Request) -> dict[str, Any]:
+    service: AgentService = request.app.state.service
+    entry = {"id": service.name, "object": "model", "created": 0, "owned_by": "sleuth"}
+    return {"object": "list", "data": [entry]}
+
+
+@router.post("/v1/chat/completions", response_model=None)
+async def chat_completions(body: ChatRequest, request: Request) -> Response:
+    from sleuth.agent.api import error_body, overloaded
+
+    service: AgentService = request.app.state.service
+    last = body.messages[-1]
+    if last.role != "user" or not last.text().strip():
+        index = len(body.messages) - 1
+        message = f"messages.{index}: the last message must be a non-empty user message"
+        return error_body(422, message, "invalid_request_error", f"messages.{index}")
+    history = [
+        {"role": m.role, "content": m.text()}
+        for m in body.messages[:-1]
+        if m.role in ("user", "assistant") and m.text()
+    ]
+    cid = f"chatcmpl-{uuid.uuid4().hex[:20]}"
+    model = service.name
+    try:
+        service.admit()
+    except Overloaded as exc:
+        return overloaded(exc)
+    if not body.stream:
+        try:
+            result = await service.run(last.text(), history, "chat_completions")
+        finally:
+            service.release()
+        return JSONResponse(
+            {
+                "id": cid,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": result.answer},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": _usage(result),
+                "sleuth": {
+                    "citations": result.citations,
+                    "trace": result.trace.model_dump(mode="json", by_alias=True),
+                },
+            }
+        )
+    include_usage = bool((body.stream_options or {}).get("include_usage"))
+
+    async def events() -> AsyncIterator[str]:
+        try:
+            yield _chunk(cid, model, {"role": "assistant", "content": ""})
+            result = await service.run(last.text(), history, "chat_completions")
+        finally:
+            service.release()
+        yield _chunk(cid, model, {"content": result.answer})
+        yield _chunk(cid, model, {}, "stop")
+        if include_usage:
+            usage = {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [],
+                "usage": _usage(result),
+            }
+            yield f"data: {json.dumps(usage)}\n\n"
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream")

@@ -1,0 +1,126 @@
+"""The agent service object the HTTP API drives: one agent, its metrics and its admission limit.
+
+Admission is a counter, not a queue: beyond ``maxConcurrentRequests`` a request is refused at
+once (:class:`Overloaded` → HTTP 429 with Retry-After), so load never piles up without bound.
+A sampled share (``onlineEval.sampleRate``) of traces is logged as JSON lines on the
+``sleuth.agent.online_eval`` logger for online evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+from typing import Any
+
+import httpx
+
+from sleuth.agent.cache import ToolCache
+from sleuth.agent.errors import AgentError
+from sleuth.agent.llm import OpenAIChatModel
+from sleuth.agent.loop import Agent, AgentResult, LoopSettings
+from sleuth.agent.metrics import AgentMetrics
+from sleuth.agent.registry import bind_tools
+from sleuth.agent.toolrun import BoundTool, ToolRunner
+from sleuth.api.agent_config import AgentConfig
+
+online_eval_log = logging.getLogger("sleuth.agent.online_eval")
+
+
+class Overloaded(AgentError):
+    """Too many requests in flight; retry after ``retry_after_s``."""
+
+    retryable = True
+
+    def __init__(self, limit: int, retry_after_s: int = 1) -> None:
+        super().__init__(f"the agent is serving its maximum of {limit} concurrent requests")
+        self.retry_after_s = retry_after_s
+
+
+class AgentService:
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        name: str = "sleuth-agent",
+        tools: dict[str, BoundTool] | None = None,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.config = config
+        self.name = name
+        self.http = http or httpx.AsyncClient(
+            limits=httpx.Limits(max_connections=512, max_keepalive_connections=512)
+        )
+        env = config.model.api_key_env
+        api_key = os.environ.get(env) if env else None
+        self.model = OpenAIChatModel(
+            str(config.model.endpoint),
+            config.model.served_model_name,
+            timeout_s=config.model.timeout_seconds,
+            stream=config.model.stream,
+            temperature=config.model.temperature,
+            max_tokens=config.model.max_tokens,
+            api_key=api_key,
+            client=self.http,
+        )
+        runner = ToolRunner(
+            tools if tools is not None else bind_tools(config),
+            ToolCache() if config.tool_cache_ttl_seconds > 0 else None,
+            parallel=config.parallel_tool_calls,
+            max_parallel=config.max_parallel_tool_calls,
+        )
+        self.agent = Agent(self.model, runner, LoopSettings.from_config(config))
+        self.metrics = AgentMetrics(name)
+        self.in_flight = 0
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    def admit(self) -> None:
+        """Count a request in, or raise :class:`Overloaded` at the limit. Pair with release()."""
+        if self.in_flight >= self.config.max_concurrent_requests:
+            self.metrics.rejected_requests.labels(self.name, "overloaded").inc()
+            raise Overloaded(self.config.max_concurrent_requests)
+        self.in_flight += 1
+        self.metrics.in_flight.labels(self.name).set(self.in_flight)
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        self.metrics.in_flight.labels(self.name).set(self.in_flight)
+
+    async def answer(
+        self, question: str, history: list[dict[str, Any]], endpoint: str
+    ) -> AgentResult:
+        """Admit, run the loop, record metrics (and the online-eval sample), release."""
+        self.admit()
+        try:
+            return await self.run(question, history, endpoint)
+        finally:
+            self.release()
+
+    async def run(self, question: str, history: list[dict[str, Any]], endpoint: str) -> AgentResult:
+        """Run the loop for an already admitted request."""
+        result = await self.agent.run(question, history)
+        self.metrics.observe_trace(result.trace, endpoint)
+        rate = self.config.online_eval.sample_rate
+        if rate > 0 and random.random() < rate:
+            record = {
+                "agent": self.name,
+                "question": question,
+                "answer": result.answer,
+                "trace": result.trace.model_dump(mode="json", by_alias=True),
+            }
+            online_eval_log.info(json.dumps(record, ensure_ascii=False))
+        return result
+
+    async def model_ready(self) -> str | None:
+        """None when the model server answers ``/models``, else why not."""
+        url = str(self.config.model.endpoint).rstrip("/") + "/models"
+        try:
+            response = await self.http.get(url, timeout=2.0)
+        except httpx.HTTPError as exc:
+            return f"model server unreachable: {type(exc).__name__}"
+        if response.status_code != 200:
+            return f"model server answered {response.status_code} on /models"
+        return None
