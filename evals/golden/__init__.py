@@ -1,0 +1,1 @@
+"""Golden dataset builder: sampling, generation, review, frozen split manifest."""

@@ -1,0 +1,1 @@
+"""Results: JSON documents, thresholds, Prometheus text exposition, the HTML report."""
