@@ -16,6 +16,7 @@ import sleuth
 
 # name → module providing ``register(subparsers)``; one line per subcommand.
 COMMANDS: dict[str, str] = {
+    "sql": "sleuth.agent.tools.sql.cli",
     "agent": "sleuth.agent.cli",
     "crds": "sleuth.api.crdgen",
     "scripted-model": "sleuth.agent.scripted.cli",

@@ -54,7 +54,7 @@ def test_editable_install_maps_folders_and_keeps_stdlib_operator() -> None:
     ).stdout
     version, path = out.split()
     assert version != "0.0.0"
-    assert Path(path) == ROOT / "operator" / "__init__.py"
+    assert Path(path).resolve() == ROOT / "operator" / "__init__.py"
 
 
 @pytest.mark.slow

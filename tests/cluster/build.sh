@@ -72,14 +72,14 @@ build_etcd() {
   echo "$out"
 }
 
-go_install() {  # name version package...
-  local name="$1" version="$2"; shift 2
+go_install() {  # name version ldflags package...
+  local name="$1" version="$2" ldflags="$3"; shift 3
   local out="$cache/bin/$name-$version"
   local want; want="$(basename "$1")"
   if [[ -x "$out/$want" ]]; then echo "$out"; return; fi
   log "building $name $version"
   rm -rf "$out.tmp"; mkdir -p "$out.tmp"
-  for pkg in "$@"; do GOBIN="$out.tmp" go install -trimpath -ldflags "-s -w" "$pkg@$version" >&2; done
+  for pkg in "$@"; do GOBIN="$out.tmp" go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version" >&2; done
   rm -rf "$out"; mv "$out.tmp" "$out"
   echo "$out"
 }
@@ -100,8 +100,10 @@ main() {
   local t0=$SECONDS
   local dirs=()
   dirs+=("$(build_etcd)")
-  dirs+=("$(go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl)")
-  dirs+=("$(go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm)")
+  dirs+=("$(go_install kwok "$KWOK_VERSION" "" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl)")
+  dirs+=("$(go_install helm "$HELM_VERSION" \
+    "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
+    helm.sh/helm/v3/cmd/helm)")
   dirs+=("$(build_kubernetes)")
   prometheus_operator_crds >/dev/null
   mkdir -p "$cache/bin/current"

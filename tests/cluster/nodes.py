@@ -39,11 +39,6 @@ def node(name: str, *, gpus: int, cpu: str, memory: str, labels: dict[str, str])
         "status": {
             "capacity": capacity,
             "allocatable": capacity,
-            "nodeInfo": {
-                "architecture": "amd64",
-                "operatingSystem": "linux",
-                "kubeletVersion": "fake",
-            },
         },
     }
 

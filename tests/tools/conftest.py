@@ -104,7 +104,7 @@ async def table_checksums(conn: asyncpg.Connection) -> dict[str, str]:
 Checksums = Callable[[asyncpg.Connection], Awaitable[dict[str, str]]]
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def checksums() -> Checksums:
     """:func:`table_checksums`, as a fixture (test modules here are not a package)."""
     return table_checksums

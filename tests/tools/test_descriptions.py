@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from sleuth.agent.tools.descriptions import (
     DEFAULT_SPECS,
     SQL_QUERY,
