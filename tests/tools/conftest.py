@@ -49,8 +49,9 @@ async def _prepare(owner_dsn: str) -> None:
 
 @pytest.fixture(scope="session")
 def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
-    pgserver = pytest.importorskip("pgserver")
+    # pgserver keeps a lock file in the user runtime dir, read when it is imported.
     os.environ.setdefault("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("xdg")))
+    pgserver = pytest.importorskip("pgserver")
     data = tmp_path_factory.mktemp("pgdata")
     with pgserver.get_server(data, cleanup_mode="delete") as server:
         owner = server.get_uri()

@@ -117,6 +117,7 @@ DENIED_FUNCTIONS = frozenset(
         "has_function_privilege",
         "has_column_privilege",
         "version",
+        "current_version",
         "xmlparse",
     }
 )

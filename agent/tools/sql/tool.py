@@ -100,8 +100,8 @@ class SqlQueryTool:
 
     async def call(self, arguments: dict[str, Any]) -> ToolOutput:
         sql = arguments.get("query")
-        if not isinstance(sql, str) or not sql.strip():
-            raise ToolArgumentError("query must be a non-empty SQL string", tool=self._spec.name)
+        if not isinstance(sql, str):
+            raise ToolArgumentError("query must be an SQL string", tool=self._spec.name)
         unknown = set(arguments) - {"query", "params"}
         if unknown:
             raise ToolArgumentError(
