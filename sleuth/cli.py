@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "sql": "sleuth.agent.tools.sql.cli",
     "agent": "sleuth.agent.cli",
     "crds": "sleuth.api.crdgen",
+    "operator": "sleuth.operator.cli",
     "scripted-model": "sleuth.agent.scripted.cli",
 }
 

@@ -1,0 +1,54 @@
+"""``sleuth operator``: run the kopf operator (on a host with a kubeconfig, or in a cluster)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.kubeconfig:
+        os.environ["KUBECONFIG"] = args.kubeconfig
+    if args.image:
+        os.environ["SLEUTH_IMAGE"] = args.image
+    os.environ["SLEUTH_RESYNC_SECONDS"] = str(args.resync_seconds)
+    import kopf
+
+    import sleuth.operator.handlers  # noqa: F401  (registers the handlers)
+
+    kopf.configure(verbose=args.verbose)
+    namespaces = args.namespace or []
+    kopf.run(
+        standalone=True,
+        clusterwide=not namespaces,
+        namespaces=namespaces,
+        liveness_endpoint=args.liveness or None,
+    )
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "operator", help="run the operator that reconciles AgentDeployments and ToolBindings"
+    )
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster)")
+    parser.add_argument(
+        "--namespace",
+        action="append",
+        help="watch only this namespace (repeatable); default: the whole cluster",
+    )
+    parser.add_argument(
+        "--image", help="sleuth image for agent and tool pods (default: the pinned release)"
+    )
+    parser.add_argument(
+        "--resync-seconds",
+        type=float,
+        default=30.0,
+        help="period of the level-based resync of every object (default 30)",
+    )
+    parser.add_argument(
+        "--liveness", help="serve liveness at this URL, e.g. http://0.0.0.0:8080/healthz"
+    )
+    parser.add_argument("--verbose", action="store_true", help="log every reconcile")
+    parser.set_defaults(func=_run)
