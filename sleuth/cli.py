@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "crds": "sleuth.api.crdgen",
     "operator": "sleuth.operator.cli",
     "scripted-model": "sleuth.agent.scripted.cli",
+    "eval": "sleuth.evals.cli",
 }
 
 

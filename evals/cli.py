@@ -1,0 +1,405 @@
+"""``sleuth eval tsa|ragas|build-golden|report``: runs, reports, and a CI gate in the exit code.
+
+Exit codes: 0 every threshold met; 1 a threshold missed or more failed rows than allowed;
+2 invalid input (dataset, split guard, manifest, arguments) or an unreachable endpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from sleuth.evals.errors import EvalError
+
+EXIT_OK, EXIT_GATE, EXIT_INPUT = 0, 1, 2
+
+
+def _common_outputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--agent",
+        default=os.environ.get("SLEUTH_AGENT", "default"),
+        help="label 'agent' on the exported metrics",
+    )
+    p.add_argument("--dataset", default=None, help="label 'dataset' (default: the file's stem)")
+    p.add_argument("--split", default="dev", choices=["dev", "test", "all"])
+    p.add_argument(
+        "--final-report",
+        action="store_true",
+        help="allow --split test/all: this run is a release report, not tuning",
+    )
+    p.add_argument(
+        "--manifest",
+        action="store_true",
+        help="verify the dataset against its frozen split manifest first",
+    )
+    p.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument(
+        "--max-failed-rows",
+        type=int,
+        default=0,
+        help="failed rows/cases tolerated before the gate fails (default 0)",
+    )
+    p.add_argument("--out", type=Path, help="write the JSON result here")
+    p.add_argument("--prom", type=Path, help="write the Prometheus text exposition here")
+    p.add_argument("--pushgateway", help="push the metrics to this Pushgateway address")
+    p.add_argument("--html", type=Path, help="write the HTML report here")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    p.add_argument("--api-key", default=os.environ.get("SLEUTH_EVAL_API_KEY", "sk-local"))
+
+
+def register(subparsers: Any) -> None:
+    ev = subparsers.add_parser("eval", help="evaluations: tsa, ragas, build-golden, report")
+    sub = ev.add_subparsers(dest="eval_command", metavar="EVAL", required=True)
+
+    tsa = sub.add_parser("tsa", help="tool selection accuracy against a model or traces")
+    tsa.add_argument("--cases", type=Path, help="TSA JSONL (default: the shipped set)")
+    src = tsa.add_mutually_exclusive_group(required=True)
+    src.add_argument("--endpoint", help="OpenAI-compatible base URL, e.g. http://vllm:8000/v1")
+    src.add_argument("--traces", type=Path, help="recorded agent runs (JSONL) to score instead")
+    tsa.add_argument("--model", default="default")
+    tsa.add_argument("--system-prompt-file", type=Path)
+    tsa.add_argument(
+        "--descriptions",
+        type=Path,
+        help="JSON {tool: description} overriding the default tool descriptions",
+    )
+    _common_outputs(tsa)
+    tsa.set_defaults(func=_run_tsa)
+
+    rg = sub.add_parser("ragas", help="RAGAS metrics with an on-premises judge")
+    rg.add_argument(
+        "--samples",
+        type=Path,
+        required=True,
+        help="RAG rows JSONL (question, answer, contexts, reference, ...)",
+    )
+    rg.add_argument("--judge-url", required=True, help="judge base URL (OpenAI-compatible)")
+    rg.add_argument("--judge-model", required=True)
+    rg.add_argument("--embeddings-url", help="embeddings base URL (default: the judge's)")
+    rg.add_argument("--embeddings-model", default="embedding")
+    rg.add_argument(
+        "--metrics",
+        default="faithfulness,answer_relevancy,context_precision,context_recall,noise_sensitivity",
+    )
+    rg.add_argument("--judge-max-tokens", type=int, default=4096)
+    rg.add_argument(
+        "--strictness",
+        type=int,
+        default=3,
+        help="questions generated per answer for answer relevancy",
+    )
+    _common_outputs(rg)
+    rg.set_defaults(func=_run_ragas)
+
+    gb = sub.add_parser("build-golden", help="build, review and freeze a golden dataset")
+    gsub = gb.add_subparsers(dest="golden_command", metavar="STEP", required=True)
+    gen = gsub.add_parser("generate", help="generate cases from a corpus")
+    corpus = gen.add_mutually_exclusive_group(required=True)
+    corpus.add_argument("--folder", type=Path, help="folder of .md/.txt files")
+    corpus.add_argument("--chunks", type=Path, help="JSONL of chunks {id, text, source, ...}")
+    corpus.add_argument("--qdrant", help="Qdrant URL or local path (with --collection)")
+    gen.add_argument("--collection", default="documents")
+    gen.add_argument("--endpoint", required=True, help="generator LLM base URL")
+    gen.add_argument("--model", required=True)
+    gen.add_argument("--seeds", type=int, default=50)
+    gen.add_argument("--questions-per-chunk", type=int, default=2)
+    gen.add_argument("--multi-hop", type=int, default=10)
+    gen.add_argument("--adversarial", type=int, default=10)
+    gen.add_argument("--test-percent", type=int, default=30)
+    gen.add_argument("--concurrency", type=int, default=4)
+    gen.add_argument("--out", type=Path, required=True)
+    gen.add_argument("--no-progress", action="store_true")
+    gen.set_defaults(func=_golden_generate)
+    exp = gsub.add_parser("review-export", help="export a 10-20 %% sample as CSV for humans")
+    exp.add_argument("dataset", type=Path)
+    exp.add_argument("--fraction", type=float, default=0.15)
+    exp.add_argument("--out", type=Path, required=True)
+    exp.set_defaults(func=_golden_export)
+    imp = gsub.add_parser("review-import", help="apply accept/reject verdicts, drop rejects")
+    imp.add_argument("dataset", type=Path)
+    imp.add_argument("--verdicts", type=Path, required=True)
+    imp.add_argument("--out", type=Path, help="default: rewrite the dataset in place")
+    imp.set_defaults(func=_golden_import)
+    frz = gsub.add_parser("freeze", help="record the split manifest (content hash + checksum)")
+    frz.add_argument("dataset", type=Path)
+    frz.set_defaults(func=_golden_freeze)
+    ver = gsub.add_parser("verify", help="check a dataset against its manifest")
+    ver.add_argument("dataset", type=Path)
+    ver.set_defaults(func=_golden_verify)
+
+    rp = sub.add_parser("report", help="HTML / Prometheus from result JSON files")
+    rp.add_argument("results", type=Path, nargs="+")
+    rp.add_argument("--html", type=Path)
+    rp.add_argument("--prom", type=Path)
+    rp.add_argument("--pushgateway")
+    rp.set_defaults(func=_run_report)
+
+
+def _guarded(fn: Any) -> Any:
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            code: int = fn(args)
+            return code
+        except (EvalError, ValueError, OSError) as exc:
+            print(f"sleuth eval: error: {exc}", file=sys.stderr)
+            return EXIT_INPUT
+
+    return wrapper
+
+
+def _emit(doc: dict[str, Any], args: argparse.Namespace) -> int:
+    from sleuth.evals.report import html, prometheus
+    from sleuth.evals.report.results import write_document
+
+    if args.out:
+        write_document(doc, args.out)
+    if args.prom:
+        args.prom.write_text(prometheus.exposition([doc]), encoding="utf-8")
+    if args.pushgateway:
+        prometheus.push([doc], args.pushgateway)
+    if args.html:
+        args.html.write_text(html.render([doc]), encoding="utf-8")
+    _print_summary(doc)
+    return EXIT_OK if doc["gate"]["passed"] else EXIT_GATE
+
+
+def _print_summary(doc: dict[str, Any]) -> None:
+    print(f"{doc['kind']} agent={doc['agent']} dataset={doc['dataset']} split={doc['split']}")
+    for name, m in doc["metrics"].items():
+        value = "n/a" if m["value"] is None else f"{m['value']:.4f}"
+        mark = {True: "ok", False: "FAIL", None: ""}[m["passed"]]
+        thr = "" if m["threshold"] is None else f" (threshold {m['threshold']})"
+        print(f"  {name:28s} {value}{thr} rows={m['rows']} failed={m['failed_rows']} {mark}")
+    if doc["kind"] == "tsa":
+        for tool, t in doc["summary"]["per_tool"].items():
+            shown = "n/a" if t["tsa"] is None else f"{t['tsa']:.4f}"
+            print(f"  per tool {tool:19s} {shown} ({t['tool_correct']}/{t['cases']})")
+    for f in doc["failures"][:20]:
+        print(f"  failed: {f}")
+    usage = doc.get("usage") or {}
+    print(f"  tokens: {usage.get('total_tokens', 0)}")
+    print(
+        "gate: "
+        + ("passed" if doc["gate"]["passed"] else "FAILED: " + "; ".join(doc["gate"]["reasons"]))
+    )
+
+
+@_guarded
+def _run_tsa(args: argparse.Namespace) -> int:
+    import json
+
+    from sleuth.agent.prompts import DEFAULT_SYSTEM_PROMPT
+    from sleuth.agent.tools.descriptions import DEFAULT_SPECS, with_description
+    from sleuth.evals.golden.manifest import guard_split
+    from sleuth.evals.report.results import RunLabels, parse_thresholds, tsa_document
+    from sleuth.evals.splits import content_key
+    from sleuth.evals.traces import index_by_question, load_recorded
+    from sleuth.evals.tsa.cases import load_cases, shipped_cases_path
+    from sleuth.evals.tsa.runner import EndpointConfig, TsaRun, run_cases
+    from sleuth.evals.tsa.scoring import error_result, score_case
+
+    guard_split(args.split, args.final_report)
+    path = args.cases or shipped_cases_path()
+    cases = load_cases(path, args.split)
+    if not cases:
+        raise EvalError(f"{path}: no cases in split {args.split!r}")
+    specs = dict(DEFAULT_SPECS)
+    if args.descriptions:
+        overrides = json.loads(args.descriptions.read_text(encoding="utf-8"))
+        specs = {n: with_description(s, overrides.get(n)) for n, s in specs.items()}
+    thresholds = parse_thresholds(args.threshold)
+    if args.traces:
+        recorded = index_by_question(load_recorded(args.traces))
+        results = []
+        for c in cases:
+            rec = recorded.get(c.id) or recorded.get(content_key(c.query))
+            results.append(
+                error_result(c, "no recorded trace for this case")
+                if rec is None
+                else score_case(c, rec.first_calls, specs)
+            )
+        run = TsaRun(results=results, extra={"source": str(args.traces)})
+    else:
+        prompt = (
+            args.system_prompt_file.read_text(encoding="utf-8")
+            if args.system_prompt_file
+            else DEFAULT_SYSTEM_PROMPT
+        )
+        cfg = EndpointConfig(
+            base_url=args.endpoint,
+            model=args.model,
+            api_key=args.api_key,
+            timeout_s=args.timeout,
+            concurrency=args.concurrency,
+            system_prompt=prompt,
+        )
+        run = asyncio.run(
+            run_cases(cases, list(specs.values()), cfg, progress=not args.no_progress)
+        )
+        run.extra = {"endpoint": args.endpoint, "model": args.model}
+    labels = RunLabels(args.agent, args.dataset or Path(path).stem, args.split)
+    return _emit(tsa_document(run, labels, thresholds, args.max_failed_rows), args)
+
+
+@_guarded
+def _run_ragas(args: argparse.Namespace) -> int:
+    from sleuth.evals.golden.manifest import guard_split
+    from sleuth.evals.rag.judge import JudgeConfig, build_judge
+    from sleuth.evals.rag.runner import run_metrics
+    from sleuth.evals.rag.samples import load_samples
+    from sleuth.evals.report.results import RunLabels, parse_thresholds, ragas_document
+
+    guard_split(args.split, args.final_report)
+    rows = load_samples(args.samples, args.split)
+    if not rows:
+        raise EvalError(f"{args.samples}: no rows in split {args.split!r}")
+    if args.manifest:
+        from sleuth.evals.golden.cases import GoldenCase
+        from sleuth.evals.golden.manifest import verify
+
+        verify(
+            [
+                GoldenCase(
+                    id=r.id,
+                    question=r.question,
+                    reference=r.reference or "-",
+                    stratum=r.stratum,
+                    split=r.split,
+                )
+                for r in rows
+            ],
+            args.samples,
+        )
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    thresholds = parse_thresholds(args.threshold)
+    cfg = JudgeConfig(
+        base_url=args.judge_url,
+        model=args.judge_model,
+        api_key=args.api_key,
+        timeout_s=args.timeout,
+        concurrency=args.concurrency,
+        max_tokens=args.judge_max_tokens,
+        embeddings_base_url=args.embeddings_url,
+        embeddings_model=args.embeddings_model,
+    )
+
+    async def go() -> Any:
+        bundle = build_judge(cfg)
+        try:
+            return await run_metrics(
+                rows, metrics, bundle, strictness=args.strictness, progress=not args.no_progress
+            )
+        finally:
+            await bundle.aclose()
+
+    run = asyncio.run(go())
+    labels = RunLabels(args.agent, args.dataset or args.samples.stem, args.split)
+    return _emit(ragas_document(run, labels, thresholds, args.max_failed_rows), args)
+
+
+@_guarded
+def _golden_generate(args: argparse.Namespace) -> int:
+    from sleuth.evals.golden.builder import GeneratorConfig, build
+    from sleuth.evals.golden.corpus import load_chunks_jsonl, load_folder, load_qdrant
+    from sleuth.evals.jsonl import dump_jsonl
+
+    if args.folder:
+        chunks = load_folder(args.folder)
+    elif args.chunks:
+        chunks = load_chunks_jsonl(args.chunks)
+    else:
+        chunks = load_qdrant(args.qdrant, args.collection)
+    if not chunks:
+        raise EvalError("the corpus has no chunks")
+    cfg = GeneratorConfig(
+        base_url=args.endpoint,
+        model=args.model,
+        concurrency=args.concurrency,
+        seeds=args.seeds,
+        questions_per_chunk=args.questions_per_chunk,
+        multi_hop=args.multi_hop,
+        adversarial=args.adversarial,
+        test_percent=args.test_percent,
+    )
+    report = asyncio.run(build(chunks, cfg, progress=not args.no_progress))
+    dump_jsonl(report.cases, args.out)
+    by = {
+        s: sum(1 for c in report.cases if c.stratum == s)
+        for s in ("easy", "multi-hop", "adversarial")
+    }
+    print(
+        f"wrote {len(report.cases)} cases to {args.out} {by}; "
+        f"tokens {report.prompt_tokens + report.completion_tokens}"
+    )
+    for f in report.failed:
+        print(f"  failed: {f}")
+    return EXIT_OK if not report.failed else EXIT_GATE
+
+
+@_guarded
+def _golden_export(args: argparse.Namespace) -> int:
+    from sleuth.evals.golden.cases import load_golden
+    from sleuth.evals.golden.review import export_csv, review_sample
+
+    sample = review_sample(load_golden(args.dataset), args.fraction)
+    export_csv(sample, args.out)
+    print(f"wrote {len(sample)} cases for review to {args.out}")
+    return EXIT_OK
+
+
+@_guarded
+def _golden_import(args: argparse.Namespace) -> int:
+    from sleuth.evals.golden.cases import load_golden
+    from sleuth.evals.golden.review import import_verdicts
+    from sleuth.evals.jsonl import dump_jsonl
+
+    kept, counts = import_verdicts(load_golden(args.dataset), args.verdicts)
+    dump_jsonl(kept, args.out or args.dataset)
+    print(f"kept {len(kept)} cases; {counts}")
+    return EXIT_OK
+
+
+@_guarded
+def _golden_freeze(args: argparse.Namespace) -> int:
+    from sleuth.evals.golden.cases import load_golden
+    from sleuth.evals.golden.manifest import freeze
+
+    print(f"wrote {freeze(load_golden(args.dataset), args.dataset)}")
+    return EXIT_OK
+
+
+@_guarded
+def _golden_verify(args: argparse.Namespace) -> int:
+    from sleuth.evals.golden.cases import load_golden
+    from sleuth.evals.golden.manifest import verify
+
+    doc = verify(load_golden(args.dataset), args.dataset)
+    print(f"{args.dataset}: matches its manifest {doc['counts']}")
+    return EXIT_OK
+
+
+@_guarded
+def _run_report(args: argparse.Namespace) -> int:
+    from sleuth.evals.report import html, prometheus
+    from sleuth.evals.report.results import read_document
+
+    docs = [read_document(p) for p in args.results]
+    if args.html:
+        args.html.write_text(html.render(docs), encoding="utf-8")
+    if args.prom:
+        args.prom.write_text(prometheus.exposition(docs), encoding="utf-8")
+    if args.pushgateway:
+        prometheus.push(docs, args.pushgateway)
+    failed = [d for d in docs if not d["gate"]["passed"]]
+    for d in docs:
+        print(
+            f"{d['kind']} {d['agent']}/{d['dataset']}/{d['split']}: gate "
+            + ("passed" if d["gate"]["passed"] else "FAILED")
+        )
+    return EXIT_GATE if failed else EXIT_OK

@@ -1,0 +1,181 @@
+"""A self-contained HTML report with inline SVG plots (no JavaScript, no dependencies).
+
+Plots: metric values against their thresholds, the per-stratum breakdown, and the TSA confusion
+matrix. Failures are listed row by row, as they are in the JSON document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from html import escape
+from typing import Any
+
+BAR_W = 360
+ROW_H = 26
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def bars_svg(items: Sequence[tuple[str, float | None, float | None, bool | None]]) -> str:
+    """Horizontal bars 0..1 with a threshold tick; red when the threshold is missed."""
+    label_w = 210
+    h = ROW_H * len(items) + 24
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + BAR_W + 70}" '
+        f'height="{h}" role="img">'
+    ]
+    for i, (name, value, threshold, passed) in enumerate(items):
+        y = 8 + i * ROW_H
+        color = "#9aa0a6" if passed is None else ("#2e7d32" if passed else "#c62828")
+        width = 0 if value is None else max(0.0, min(1.0, value)) * BAR_W
+        parts.append(
+            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" '
+            f'font-size="12">{escape(name)}</text>'
+        )
+        parts.append(f'<rect x="{label_w}" y="{y}" width="{BAR_W}" height="18" fill="#eee"/>')
+        parts.append(
+            f'<rect x="{label_w}" y="{y}" width="{width:.1f}" height="18" '
+            f'fill="{color}"><title>{escape(name)} = {_fmt(value)}</title></rect>'
+        )
+        if threshold is not None:
+            tx = label_w + max(0.0, min(1.0, threshold)) * BAR_W
+            parts.append(
+                f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{y - 3}" y2="{y + 21}" '
+                f'stroke="#000" stroke-width="2"><title>threshold {threshold}'
+                f"</title></line>"
+            )
+        parts.append(
+            f'<text x="{label_w + BAR_W + 6}" y="{y + 15}" font-size="12">{_fmt(value)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def confusion_svg(confusion: Mapping[str, Mapping[str, int]]) -> str:
+    """Expected labels as rows, predicted as columns; darker cells hold more cases."""
+    rows = sorted(confusion)
+    cols = sorted({c for r in confusion.values() for c in r} | set(rows))
+    cell, left, top = 44, 190, 150
+    peak = max([v for r in confusion.values() for v in r.values()] or [1])
+    w, h = left + cell * len(cols) + 10, top + cell * len(rows) + 10
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img">',
+        f'<text x="{left}" y="14" font-size="12">predicted →</text>',
+        f'<text x="4" y="{top - 6}" font-size="12">expected ↓</text>',
+    ]
+    for j, c in enumerate(cols):
+        x = left + j * cell + cell / 2
+        parts.append(
+            f'<text transform="translate({x:.0f},{top - 8}) rotate(-55)" '
+            f'font-size="11">{escape(c)}</text>'
+        )
+    for i, r in enumerate(rows):
+        y = top + i * cell
+        parts.append(
+            f'<text x="{left - 6}" y="{y + cell / 2 + 4:.0f}" text-anchor="end" '
+            f'font-size="11">{escape(r)}</text>'
+        )
+        for j, c in enumerate(cols):
+            n = confusion[r].get(c, 0)
+            shade = int(235 - 180 * n / peak) if n else 250
+            fill = f"rgb({shade},{shade + 10 if r == c else shade},{250 if r != c else shade})"
+            x = left + j * cell
+            parts.append(
+                f'<rect x="{x}" y="{y}" width="{cell - 2}" height="{cell - 2}" '
+                f'fill="{fill}"><title>{escape(r)} → {escape(c)}: {n}</title></rect>'
+            )
+            if n:
+                parts.append(
+                    f'<text x="{x + cell / 2 - 1:.0f}" y="{y + cell / 2 + 4:.0f}" '
+                    f'text-anchor="middle" font-size="12">{n}</text>'
+                )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>" for r in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _section(doc: Mapping[str, Any]) -> str:
+    title = (
+        f"{doc['kind'].upper()} — agent {doc['agent']}, dataset {doc['dataset']}, "
+        f"split {doc['split']}"
+    )
+    gate = doc["gate"]
+    verdict = (
+        "<p class=ok>Gate passed</p>"
+        if gate["passed"]
+        else "<p class=bad>Gate FAILED: " + "; ".join(escape(r) for r in gate["reasons"]) + "</p>"
+    )
+    items = [(name, m["value"], m["threshold"], m["passed"]) for name, m in doc["metrics"].items()]
+    out = [
+        f"<h2>{escape(title)}</h2>",
+        f"<p>created {escape(doc['created'])}</p>",
+        verdict,
+        "<h3>Metrics against thresholds</h3>",
+        bars_svg(items),
+        _table(
+            ["metric", "value", "threshold", "direction", "rows scored", "failed rows"],
+            [
+                (n, _fmt(m["value"]), m["threshold"], m["direction"], m["rows"], m["failed_rows"])
+                for n, m in doc["metrics"].items()
+            ],
+        ),
+    ]
+    if doc["kind"] == "ragas":
+        for stratum, values in sorted(doc.get("per_stratum", {}).items()):
+            out.append(f"<h3>Stratum: {escape(stratum)}</h3>")
+            out.append(
+                bars_svg([(n, v, doc["metrics"][n]["threshold"], None) for n, v in values.items()])
+            )
+        if doc["failures"]:
+            out.append(f"<h3>Failed rows ({len(doc['failures'])})</h3>")
+            out.append(
+                _table(
+                    ["row", "metric", "reason", "detail"],
+                    [(f["row_id"], f["metric"], f["reason"], f["detail"]) for f in doc["failures"]],
+                )
+            )
+    else:
+        s = doc["summary"]
+        out.append("<h3>Per tool</h3>")
+        out.append(
+            bars_svg([(t, v["tsa"], s["threshold"], None) for t, v in s["per_tool"].items()])
+        )
+        out.append("<h3>Confusion matrix</h3>")
+        out.append(confusion_svg(s["confusion"]))
+        wrong = [c for c in doc["cases"] if not c["passed"]]
+        out.append(f"<h3>Cases not passed ({len(wrong)})</h3>")
+        out.append(
+            _table(
+                ["case", "expected", "predicted", "why"],
+                [(c["id"], c["expected"], c["predicted"], "; ".join(c["reasons"])) for c in wrong],
+            )
+        )
+    usage = doc.get("usage") or {}
+    out.append("<h3>Usage</h3>" + _table(list(usage), [list(usage.values())]))
+    return "\n".join(out)
+
+
+CSS = (
+    "body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}"
+    "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
+    "font-size:13px;text-align:left}.ok{color:#2e7d32;font-weight:bold}"
+    ".bad{color:#c62828;font-weight:bold}"
+)
+
+
+def render(docs: Sequence[Mapping[str, Any]], title: str = "sleuth evaluation report") -> str:
+    body = "\n<hr>\n".join(_section(d) for d in docs)
+    return (
+        f"<!doctype html><html><head><meta charset=utf-8><title>{escape(title)}</title>"
+        f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>\n{body}\n"
+        "</body></html>\n"
+    )
