@@ -16,6 +16,8 @@ import sleuth
 
 # name → module providing ``register(subparsers)``; one line per subcommand.
 COMMANDS: dict[str, str] = {
+    "tool-service": "sleuth.agent.toolservice.cli",
+    "ingest": "sleuth.agent.ingest",
     "sql": "sleuth.agent.tools.sql.cli",
     "agent": "sleuth.agent.cli",
     "crds": "sleuth.api.crdgen",
