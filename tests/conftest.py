@@ -91,6 +91,22 @@ def _unavailable(reason: str) -> None:
     pytest.skip(f"test control plane unavailable: {reason}")
 
 
+def _delete_stale_clusters(bin_dir: Path) -> None:
+    """Remove clusters left by test sessions whose process is gone (killed runs)."""
+    env = {**os.environ, "KWOK_WORKDIR": str(_cache() / "kwok")}
+    listed = subprocess.run(
+        [str(bin_dir / "kwokctl"), "get", "clusters"], capture_output=True, text=True, env=env
+    )
+    for name in listed.stdout.split():
+        pid = name.removeprefix("sleuth-test-")
+        if name.startswith("sleuth-test-") and pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            subprocess.run(
+                [str(CLUSTER_DIR / "down.sh")],
+                env={**env, "SLEUTH_CLUSTER": name},
+                capture_output=True,
+            )
+
+
 @pytest.fixture(scope="session")
 def kube() -> Iterator[KubeCluster]:
     given = os.environ.get("SLEUTH_KUBECONFIG")
@@ -101,6 +117,7 @@ def kube() -> Iterator[KubeCluster]:
     if build.returncode != 0:
         _unavailable(f"tests/cluster/build.sh failed:\n{build.stderr[-3000:]}")
     bin_dir = Path(build.stdout.strip().splitlines()[-1])
+    _delete_stale_clusters(bin_dir)
     name = f"sleuth-test-{os.getpid()}"
     env = {**os.environ, "SLEUTH_CLUSTER": name}
     up = subprocess.run([str(CLUSTER_DIR / "up.sh")], capture_output=True, text=True, env=env)
