@@ -14,8 +14,6 @@ import os
 import random
 from typing import Any
 
-import httpx
-
 from sleuth.agent.cache import ToolCache
 from sleuth.agent.errors import AgentError
 from sleuth.agent.llm import OpenAIChatModel
@@ -45,13 +43,9 @@ class AgentService:
         *,
         name: str = "sleuth-agent",
         tools: dict[str, BoundTool] | None = None,
-        http: httpx.AsyncClient | None = None,
     ) -> None:
         self.config = config
         self.name = name
-        self.http = http or httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=512, max_keepalive_connections=512)
-        )
         env = config.model.api_key_env
         api_key = os.environ.get(env) if env else None
         self.model = OpenAIChatModel(
@@ -62,7 +56,6 @@ class AgentService:
             temperature=config.model.temperature,
             max_tokens=config.model.max_tokens,
             api_key=api_key,
-            client=self.http,
         )
         runner = ToolRunner(
             tools if tools is not None else bind_tools(config),
@@ -75,7 +68,7 @@ class AgentService:
         self.in_flight = 0
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        await self.model.aclose()
 
     def admit(self) -> None:
         """Count a request in, or raise :class:`Overloaded` at the limit. Pair with release()."""
@@ -116,11 +109,4 @@ class AgentService:
 
     async def model_ready(self) -> str | None:
         """None when the model server answers ``/models``, else why not."""
-        url = str(self.config.model.endpoint).rstrip("/") + "/models"
-        try:
-            response = await self.http.get(url, timeout=2.0)
-        except httpx.HTTPError as exc:
-            return f"model server unreachable: {type(exc).__name__}"
-        if response.status_code != 200:
-            return f"model server answered {response.status_code} on /models"
-        return None
+        return await self.model.ping()

@@ -170,13 +170,23 @@ class _Completion:
         return out
 
 
-async def _stream(completion: _Completion, per_token_s: float, usage: bool) -> AsyncIterator[str]:
+async def _sleep_until(deadline: float) -> None:
+    """Sleep until the event loop's clock reads ``deadline`` (no drift across many sleeps)."""
+    delay = deadline - asyncio.get_running_loop().time()
+    if delay > 0:
+        await asyncio.sleep(delay)
+
+
+async def _stream(
+    completion: _Completion, first_at: float, per_token_s: float, usage: bool
+) -> AsyncIterator[str]:
+    await _sleep_until(first_at)
     yield completion.chunk({"role": "assistant", "content": ""})
     deltas = completion.deltas()
     gap = per_token_s * max(0, completion.completion_tokens - 1) / max(1, len(deltas) - 1)
     for i, delta in enumerate(deltas):
         if i and gap > 0:
-            await asyncio.sleep(gap)
+            await _sleep_until(first_at + i * gap)
         yield completion.chunk(delta)
     yield completion.chunk({}, completion.finish_reason)
     if usage:
@@ -203,6 +213,7 @@ def create_app(state: ScriptState) -> Starlette:
     """The ASGI application serving ``state``'s scenario."""
 
     async def chat(request: Request) -> Response:
+        arrived = asyncio.get_running_loop().time()
         try:
             body = await request.json()
         except ValueError:
@@ -214,22 +225,19 @@ def create_app(state: ScriptState) -> Starlette:
         scripted = state.select(body)
         scenario = state.scenario
         if scripted.status >= 400:
-            await asyncio.sleep(scripted.delay_ms / 1000)
+            await _sleep_until(arrived + scripted.delay_ms / 1000)
             return _error(scripted.status, scripted.error_message)
         completion = _Completion(body, scripted, str(body.get("model") or scenario.model))
         profile = scenario.latency
-        first_s = (scripted.delay_ms + profile.ttft_ms(completion.prompt_tokens)) / 1000
-        if first_s > 0:
-            await asyncio.sleep(first_s)
+        first_at = arrived + (scripted.delay_ms + profile.ttft_ms(completion.prompt_tokens)) / 1000
         per_token_s = profile.per_token_ms / 1000
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(
-                _stream(completion, per_token_s, include_usage), media_type="text/event-stream"
+                _stream(completion, first_at, per_token_s, include_usage),
+                media_type="text/event-stream",
             )
-        rest_s = per_token_s * max(0, completion.completion_tokens - 1)
-        if rest_s > 0:
-            await asyncio.sleep(rest_s)
+        await _sleep_until(first_at + per_token_s * max(0, completion.completion_tokens - 1))
         return JSONResponse(completion.body())
 
     async def models(_: Request) -> Response:
