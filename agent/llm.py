@@ -86,6 +86,7 @@ class OpenAIChatModel:
         max_tokens: int = 1024,
         api_key: str | None = None,
         max_connections: int = 512,
+        tool_choice: str | dict[str, Any] = "auto",
     ) -> None:
         self.name = model
         self.base_url = base_url.rstrip("/")
@@ -95,6 +96,7 @@ class OpenAIChatModel:
         self._params = {"temperature": temperature, "max_tokens": max_tokens}
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._max_connections = max_connections
+        self._tool_choice = tool_choice
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
@@ -123,7 +125,7 @@ class OpenAIChatModel:
         body: dict[str, Any] = {"model": self.name, "messages": messages, **self._params}
         if tools:
             body["tools"] = tools
-            body["tool_choice"] = "auto"
+            body["tool_choice"] = self._tool_choice
         if self._stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
