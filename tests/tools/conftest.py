@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -109,3 +110,36 @@ Checksums = Callable[[asyncpg.Connection], Awaitable[dict[str, str]]]
 def checksums() -> Checksums:
     """:func:`table_checksums`, as a fixture (test modules here are not a package)."""
     return table_checksums
+
+
+@pytest.fixture(scope="session")
+def local_embedder() -> Any:
+    """The real local model (all-MiniLM-L6-v2 in numpy), loaded once."""
+    pytest.importorskip("tokenizers")
+    from sleuth.agent.tools.vector.embeddings import LocalEmbedder
+
+    return LocalEmbedder()
+
+
+SAMPLE_COLLECTION = "contracts"
+
+
+@pytest.fixture(scope="session")
+def sample_qdrant(tmp_path_factory: pytest.TempPathFactory, local_embedder: Any) -> Path:
+    """A Qdrant local-mode folder holding the sample corpus, embedded by the real model."""
+    from sleuth.agent.ingest import ingest, sample_documents
+    from sleuth.agent.tools.vector.store import QdrantLocation
+
+    path = tmp_path_factory.mktemp("qdrant")
+
+    async def _load() -> None:
+        client = QdrantLocation(path=str(path)).client()
+        try:
+            await ingest(
+                sample_documents(), client, local_embedder, SAMPLE_COLLECTION, progress=False
+            )
+        finally:
+            await client.close()
+
+    asyncio.run(_load())
+    return path

@@ -1,0 +1,1 @@
+"""``sleuth tool-service``: one configured tool served over MCP streamable HTTP and plain JSON."""
