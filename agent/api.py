@@ -3,7 +3,8 @@
 ``POST /v1/query``             {"question": ...} → {"answer", "citations", "trace"}
 ``POST /v1/chat/completions``  OpenAI-compatible (JSON or SSE); the agent's loop runs behind it
 ``GET  /v1/models``            the agent, as one model
-``GET  /healthz`` ``/readyz``  liveness; readiness (the model server answers)
+``GET  /healthz`` ``/readyz``  liveness; readiness (the model server answers, or the router
+                               can stand in: ``{"status": "degraded: ..."}``)
 ``GET  /metrics``              Prometheus exposition
 
 Errors are JSON ``{"error": {"message", "type", "field"}}``: 422 names the offending field, 429
@@ -89,10 +90,10 @@ async def healthz() -> dict[str, str]:
 
 @health_router.get("/readyz", response_model=None)
 async def readyz(request: Request) -> Response:
-    problem = await service_of(request).model_ready()
-    if problem is not None:
-        return error_body(503, problem, "not_ready")
-    return JSONResponse({"status": "ready"})
+    ready, status = await service_of(request).readiness()
+    if not ready:
+        return error_body(503, status, "not_ready")
+    return JSONResponse({"status": status})
 
 
 @health_router.get("/metrics")

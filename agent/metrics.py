@@ -90,6 +90,12 @@ class AgentMetrics:
             ["agent", "reason"],
             registry=r,
         )
+        self.degraded = Counter(
+            "sleuth_agent_degraded_requests_total",
+            "Requests answered by the deterministic router because the model server failed.",
+            ["agent"],
+            registry=r,
+        )
         self.in_flight = Gauge(
             "sleuth_agent_requests_in_flight", "Requests being served.", ["agent"], registry=r
         )

@@ -20,6 +20,7 @@ from sleuth.agent.llm import OpenAIChatModel
 from sleuth.agent.loop import Agent, AgentResult, LoopSettings
 from sleuth.agent.metrics import AgentMetrics
 from sleuth.agent.registry import bind_tools
+from sleuth.agent.router import RouterModel
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.api.agent_config import AgentConfig
 
@@ -57,13 +58,17 @@ class AgentService:
             max_tokens=config.model.max_tokens,
             api_key=api_key,
         )
-        runner = ToolRunner(
+        self.runner = runner = ToolRunner(
             tools if tools is not None else bind_tools(config),
             ToolCache() if config.tool_cache_ttl_seconds > 0 else None,
             parallel=config.parallel_tool_calls,
             max_parallel=config.max_parallel_tool_calls,
         )
-        self.agent = Agent(self.model, runner, LoopSettings.from_config(config))
+        settings = LoopSettings.from_config(config)
+        planner = config.planner
+        router = Agent(RouterModel(), runner, settings)
+        self.agent = router if planner.mode == "router" else Agent(self.model, runner, settings)
+        self.fallback = router if planner.mode == "llm" and planner.fallback_to_router else None
         self.metrics = AgentMetrics(name)
         self.in_flight = 0
 
@@ -95,6 +100,8 @@ class AgentService:
     async def run(self, question: str, history: list[dict[str, Any]], endpoint: str) -> AgentResult:
         """Run the loop for an already admitted request."""
         result = await self.agent.run(question, history)
+        if result.trace.stop_reason == "model_error" and self.fallback is not None:
+            result = await self._degrade(result, question, history)
         self.metrics.observe_trace(result.trace, endpoint)
         rate = self.config.online_eval.sample_rate
         if rate > 0 and random.random() < rate:
@@ -107,6 +114,28 @@ class AgentService:
             online_eval_log.info(json.dumps(record, ensure_ascii=False))
         return result
 
-    async def model_ready(self) -> str | None:
-        """None when the model server answers ``/models``, else why not."""
-        return await self.model.ping()
+    async def _degrade(
+        self, failed: AgentResult, question: str, history: list[dict[str, Any]]
+    ) -> AgentResult:
+        """The model server failed: answer with the deterministic router, and say so."""
+        assert self.fallback is not None
+        error = next((s.error for s in failed.trace.model_steps() if s.error), "unknown error")
+        routed = await self.fallback.run(question, history)
+        routed.trace.degraded = True
+        self.metrics.degraded.labels(self.name).inc()
+        note = (
+            f"The model server is unavailable ({error}); this answer comes from the "
+            "deterministic router, without a language model."
+        )
+        return AgentResult(f"{note}\n{routed.answer}", routed.citations, routed.trace)
+
+    async def readiness(self) -> tuple[bool, str]:
+        """(ready, status): ready unless the model is down and there is no router to fall to."""
+        if self.config.planner.mode == "router":
+            return True, "ready"
+        problem = await self.model.ping()
+        if problem is None:
+            return True, "ready"
+        if self.fallback is not None:
+            return True, f"degraded: {problem}"
+        return False, problem

@@ -104,6 +104,10 @@ class Trace(_Record):
     completion_tokens: int = 0
     malformed_tool_calls: int = 0
     cache_hits: int = 0
+    degraded: bool = Field(
+        default=False,
+        description="True when the model server failed and the deterministic router answered.",
+    )
 
     def model_steps(self) -> list[ModelStep]:
         return [s for s in self.steps if isinstance(s, ModelStep)]

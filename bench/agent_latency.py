@@ -155,7 +155,7 @@ async def latency_section(
         if theirs is not None:
             message = {"messages": [("user", QUESTION)]}
             await theirs.ainvoke(message)
-            systems.append(("langgraph", lambda: theirs.ainvoke(message)))
+            systems.append(("langgraph", lambda m=message: theirs.ainvoke(m)))
         for system, run_one in systems:
             for conc, n in ((1, max(8, conversations // 16)), (concurrency, conversations)):
                 durations = await measure(run_one, n, conc)
@@ -204,7 +204,11 @@ async def throughput(agent_factory: Any, rounds: int, seconds: float) -> dict[st
         await agent.run(QUESTION)
         iterations += rounds
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-    return {"iterations": iterations, "per_cpu_s": iterations / cpu, "per_wall_s": iterations / wall}
+    return {
+        "iterations": iterations,
+        "per_cpu_s": iterations / cpu,
+        "per_wall_s": iterations / wall,
+    }
 
 
 async def throughput_section(

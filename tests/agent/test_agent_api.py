@@ -117,11 +117,30 @@ def test_health_and_readiness(agent_url: str) -> None:
     assert httpx.get(f"{agent_url}/readyz").status_code == 200
 
 
-def test_not_ready_without_model_server() -> None:
-    with serve_app(create_app(_config("http://127.0.0.1:9/v1"), tools={})) as app:
+def test_not_ready_without_model_server_unless_the_router_stands_in() -> None:
+    strict = _config("http://127.0.0.1:9/v1", planner={"fallbackToRouter": False})
+    with serve_app(create_app(strict, tools={})) as app:
         response = httpx.get(f"{app.url}/readyz")
     assert response.status_code == 503
     assert "unreachable" in response.json()["error"]["message"]
+    with serve_app(create_app(_config("http://127.0.0.1:9/v1"), tools={})) as app:
+        response = httpx.get(f"{app.url}/readyz")
+    assert response.status_code == 200
+    assert response.json()["status"].startswith("degraded: model server unreachable")
+
+
+def test_model_down_degrades_to_the_router_and_says_so() -> None:
+    tools = {t.name: BoundTool(t) for t in (seed_sql(), seed_vector())}
+    with serve_app(create_app(_config("http://127.0.0.1:9/v1"), tools=tools)) as app:
+        body = httpx.post(
+            f"{app.url}/v1/query", json={"question": SEED_QUESTION}, timeout=30
+        ).json()
+        metrics = httpx.get(f"{app.url}/metrics").text
+    assert body["answer"].startswith("The model server is unavailable (model server unreachable")
+    assert "deterministic router" in body["answer"]
+    assert body["trace"]["degraded"] is True
+    assert body["trace"]["model"].startswith("router")
+    assert 'sleuth_agent_degraded_requests_total{agent="sleuth-agent"} 1.0' in metrics
 
 
 def test_backpressure_answers_429_instead_of_queueing(scripted: ScriptedServer) -> None:

