@@ -13,6 +13,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.image:
         os.environ["SLEUTH_IMAGE"] = args.image
     os.environ["SLEUTH_RESYNC_SECONDS"] = str(args.resync_seconds)
+    if args.metrics_port:
+        from sleuth.operator.metrics import serve
+
+        serve(args.metrics_port)
     import kopf
 
     import sleuth.operator.handlers  # noqa: F401  (registers the handlers)
@@ -49,6 +53,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--liveness", help="serve liveness at this URL, e.g. http://0.0.0.0:8080/healthz"
+    )
+    parser.add_argument(
+        "--metrics-port", type=int, default=0, help="serve Prometheus /metrics on this port"
     )
     parser.add_argument("--verbose", action="store_true", help="log every reconcile")
     parser.set_defaults(func=_run)
