@@ -89,6 +89,7 @@ class _ToolInfo:
 @dataclass(slots=True)
 class _Plan:
     rounds: list[list[tuple[str, dict[str, Any]]]] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -164,6 +165,11 @@ def plan(question: str, tools: list[dict[str, Any]]) -> _Plan:
         if filled:
             tool, args = max(filled, key=lambda ta: _overlap(ta[0].description, question))
             first.append((tool.name, args))
+            result.thoughts.append(
+                "The question asks for counts or sums with exact filters: that is the SQL "
+                f"database, through the named query {tool.name} with values taken from the "
+                "question."
+            )
         elif any(t.kind == "sql_free" for t in infos):
             result.notes.append(
                 "The question needs the SQL database, but no named query template matches it and "
@@ -173,16 +179,25 @@ def plan(question: str, tools: list[dict[str, Any]]) -> _Plan:
         for tool in infos:
             if tool.kind == "vector":
                 later.append((tool.name, {"query": question, "top_k": 5}))
+                result.thoughts.append(
+                    "It asks about clauses, conditions or documents: that lives in free text, "
+                    "so the document search."
+                )
                 break
     if _WEB_WORDS.search(question):
         web = [t for t in infos if t.kind == "web"]
         if web:
             later.append((web[0].name, {"query": question}))
+            result.thoughts.append("It needs current public data: the web search.")
         else:
             result.notes.append(
                 "Real-time web data is not available to this agent (web_search is not enabled)."
             )
     result.rounds = [r for r in (first, later) if r]
+    if first and later:
+        result.thoughts = [result.thoughts[0], " ".join(result.thoughts[1:])]
+    elif later:
+        result.thoughts = [" ".join(result.thoughts)]
     return result
 
 
@@ -327,6 +342,9 @@ class RouterModel:
                 )
                 for i, (name, args) in enumerate(the_plan.rounds[rounds_done])
             )
-            return ModelTurn(content=None, tool_calls=calls, finish_reason="tool_calls")
+            thought = (
+                the_plan.thoughts[rounds_done] if rounds_done < len(the_plan.thoughts) else None
+            )
+            return ModelTurn(content=thought, tool_calls=calls, finish_reason="tool_calls")
         answer = compose(messages, tools, the_plan.notes)
         return ModelTurn(content=answer, finish_reason="stop", extra={"planner": "router"})

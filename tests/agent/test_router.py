@@ -80,6 +80,7 @@ async def test_router_composes_the_seed_answer_from_observations() -> None:
     tools = _tools("vector_search", "sql_query")
     messages: list[dict[str, Any]] = [{"role": "user", "content": SEED}]
     turn = await model.complete(messages, tools)
+    assert "named query contracts_summary" in (turn.content or "")
     messages.append(turn.assistant_message())
     rows = {"rows": [{"num_contracts": 47, "total_eur": "8300000.00"}], "truncated": False}
     messages.append(
