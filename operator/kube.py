@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -30,6 +32,9 @@ log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "sleuth-operator"
 TIMEOUT_SECONDS = 20.0
+# Fault injection for tests: sleep this long before each apply, widening the window in which a
+# killed operator leaves a reconcile half done. Zero (off) unless the variable is set.
+APPLY_DELAY_SECONDS = float(os.environ.get("SLEUTH_FAULT_APPLY_DELAY_SECONDS", "0"))
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,8 @@ class Kube:
 
     def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """Server-side apply ``manifest`` under the operator's field manager."""
+        if APPLY_DELAY_SECONDS:
+            time.sleep(APPLY_DELAY_SECONDS)
         meta = manifest["metadata"]
         path = resource_of(manifest).path(meta["namespace"], meta["name"])
         query = [("fieldManager", self.field_manager), ("force", "true")]

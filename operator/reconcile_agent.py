@@ -122,6 +122,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
                 "ready": tool.ready,
             }
         )
+    tools.sort(key=lambda t: (t["name"], t["binding"]))
     conditions = _conditions(problems, rollouts, tools)
     extra = {
         "model": spec.model.effective_served_name,

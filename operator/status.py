@@ -52,7 +52,12 @@ class Rollout:
     def describe(self) -> str:
         if not self.exists:
             return f"Deployment {self.name} does not exist yet"
-        return f"Deployment {self.name}: {self.available}/{self.desired} replicas available"
+        if not self.current_generation:
+            return f"Deployment {self.name}: rollout of the latest spec not yet observed"
+        return (
+            f"Deployment {self.name}: {self.available}/{self.desired} replicas available, "
+            f"{self.updated}/{self.desired} updated"
+        )
 
 
 def rollout(name: str, deployment: dict[str, Any] | None) -> Rollout:

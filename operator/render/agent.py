@@ -113,7 +113,13 @@ def render_agent(
     container: Manifest = {
         "name": "agent",
         "image": spec.agent.image or settings.sleuth_image,
-        "args": ["agent", "--host", "0.0.0.0", "--port", str(settings.agent_port)],
+        "args": [
+            "agent",
+            "--config",
+            f"{CONFIG_DIR}/{CONFIG_FILE}",
+            "--port",
+            str(settings.agent_port),
+        ],
         "ports": [{"name": "http", "containerPort": settings.agent_port, "protocol": "TCP"}],
         "env": env,
         "resources": resources(spec.agent.resources),

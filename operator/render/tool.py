@@ -1,9 +1,10 @@
 """A ToolBinding's tool service: Deployment + Service + ConfigMap + NetworkPolicy.
 
-The service runs ``sleuth tool-service --config /etc/sleuth/tool/config.yaml``. The config file is
-the ToolBinding's spec (parse it with :class:`sleuth.api.v1alpha1.ToolBindingSpec`) with ``name``
-and ``description`` filled in. Credentials reach this pod only, as environment variables read from
-the referenced Secret keys (names in :data:`SECRET_ENV`); the agent never sees them.
+The service runs ``sleuth tool-service --config /etc/sleuth/tool/config.yaml --port 8080``. The
+config file is the ToolBinding's spec (parse it with :class:`sleuth.api.v1alpha1.ToolBindingSpec`)
+with ``name`` and ``description`` filled in. Credentials reach this pod only, as environment
+variables read from the referenced Secret keys (names in :data:`SECRET_ENV`); the agent never
+sees them.
 """
 
 from __future__ import annotations
@@ -113,8 +114,6 @@ def render_tool(owner: Owner, spec: ToolBindingSpec, settings: RenderSettings) -
             "tool-service",
             "--config",
             f"{CONFIG_DIR}/{CONFIG_FILE}",
-            "--host",
-            "0.0.0.0",
             "--port",
             str(settings.tool_port),
         ],

@@ -2,7 +2,9 @@
 
 The file is YAML or JSON with camelCase keys (Python attribute names are snake_case; both are
 accepted when parsing, camelCase is what :meth:`AgentConfig.to_file_dict` writes). Unknown keys are
-rejected, and a validation error names the offending field.
+rejected, and a validation error names the offending field. The TTL keys are read as
+``toolCacheTTLSeconds``/``cacheTTLSeconds`` (the CRD spelling) or ``toolCacheTtlSeconds``/
+``cacheTtlSeconds`` (the spelling written).
 
 Example (every field but ``model`` and ``tools`` has a default)::
 
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, AnyHttpUrl, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 ToolType = Literal["vector_search", "sql_query", "web_search", "custom"]
@@ -135,6 +137,7 @@ class ToolConfig(_Model):
     )
     cache_ttl_seconds: float | None = Field(
         default=None,
+        validation_alias=AliasChoices("cacheTTLSeconds", "cacheTtlSeconds", "cache_ttl_seconds"),
         ge=0,
         description="Result cache TTL for this tool, in seconds; 0 disables caching. Defaults to "
         "toolCacheTTLSeconds.",
@@ -190,6 +193,9 @@ class AgentConfig(_Model):
     )
     tool_cache_ttl_seconds: float = Field(
         default=300.0,
+        validation_alias=AliasChoices(
+            "toolCacheTTLSeconds", "toolCacheTtlSeconds", "tool_cache_ttl_seconds"
+        ),
         ge=0,
         description="Default TTL of the tool result cache keyed by (tool, canonical arguments); "
         "0 disables it.",

@@ -47,6 +47,8 @@ def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
             node = {**_structural(options[0], defs), **node}
         else:  # pragma: no cover - the models do not use other unions
             raise ValueError(f"cannot express union {options} in a structural schema")
+    if "const" in node:  # a one-value Literal; CRD schemas have no `const`
+        node["enum"] = [node.pop("const")]
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key in _DROP:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_examples import GOLDEN, example
+from operator_testkit import GOLDEN, example
 
 from sleuth.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
 from sleuth.operator.render import Owner, RenderSettings

@@ -1,0 +1,258 @@
+"""The contracts example in the real control plane, reconciled by the operator as a host process.
+
+Covers: children and their fields, vLLM pods on H100 nodes, ``kubectl wait`` on Ready, what
+``kubectl get sleuth`` and ``kubectl explain`` show, idempotence, drift, and deletion.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+from operator_testkit import EXAMPLES, OperatorProcess, eventually
+
+from sleuth.operator.kube import DEPLOYMENT, Kube
+from sleuth.operator.reconcile_agent import reconcile_agent
+from sleuth.operator.reconcile_common import Context
+from sleuth.operator.reconcile_tool import reconcile_tool
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+CHILD_KINDS = "deployments,services,configmaps,networkpolicies"
+EXPECTED_DEPLOYMENTS = {
+    "contracts-model",
+    "contracts-agent",
+    "contracts-clauses-tool",
+    "contracts-sql-tool",
+    "contracts-web-tool",
+}
+
+
+def _json(kube: Any, *args: str) -> Any:
+    return json.loads(kube.kubectl(*args, "-o", "json").stdout)
+
+
+def _children(kube: Any, ns: str) -> dict[str, dict[str, Any]]:
+    items = _json(kube, "get", CHILD_KINDS, "-n", ns, "-l", "sleuth.dev/agent=contracts")["items"]
+    return {f"{o['kind']}/{o['metadata']['name']}": o for o in items}
+
+
+def _versions(kube: Any, ns: str) -> dict[str, str]:
+    return {k: o["metadata"]["resourceVersion"] for k, o in _children(kube, ns).items()}
+
+
+def _apply_example(kube: Any, ns: str) -> None:
+    kube.kubectl("apply", "-n", ns, "-f", str(EXAMPLES))
+
+
+def _ready(kube: Any, ns: str) -> None:
+    kube.kubectl(
+        "wait", "-n", ns, "--for=condition=Ready", "agentdeployment/contracts", "--timeout=120s"
+    )
+
+
+def _agent_config(kube: Any, ns: str) -> dict[str, Any]:
+    cm = _json(kube, "get", "configmap", "contracts-agent", "-n", ns)
+    loaded: dict[str, Any] = yaml.safe_load(cm["data"]["config.yaml"])
+    return loaded
+
+
+def test_example_converges_to_ready_with_every_child(
+    kube: Any, namespace: str, operator: OperatorProcess
+) -> None:
+    _apply_example(kube, namespace)
+    _ready(kube, namespace)
+    kube.kubectl(
+        "wait", "-n", namespace, "--for=condition=Ready", "toolbinding", "--all", "--timeout=60s"
+    )
+
+    children = _children(kube, namespace)
+    assert {k.split("/")[1] for k in children if k.startswith("Deployment/")} == (
+        EXPECTED_DEPLOYMENTS
+    )
+    for name in EXPECTED_DEPLOYMENTS:
+        assert f"Service/{name}" in children
+    for tool in ("contracts-clauses-tool", "contracts-sql-tool", "contracts-web-tool"):
+        assert f"NetworkPolicy/{tool}" in children
+        assert f"ConfigMap/{tool}" in children
+    for key, obj in children.items():
+        (ref,) = obj["metadata"]["ownerReferences"]
+        assert ref["controller"] is True, key
+        assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "sleuth-operator"
+
+    model = children["Deployment/contracts-model"]["spec"]["template"]["spec"]
+    vllm = model["containers"][0]
+    assert vllm["resources"]["limits"]["nvidia.com/gpu"] == "4"
+    assert " ".join(vllm["args"]).startswith(
+        "--model meta-llama/Llama-3.1-70B-Instruct --served-model-name "
+    )
+    assert "--tool-call-parser llama3_json" in " ".join(vllm["args"])
+    assert "--quantization fp8" in " ".join(vllm["args"])
+
+    # vLLM pods run on simulated H100 nodes; agent and tool pods do not need GPUs.
+    pods = _json(kube, "get", "pods", "-n", namespace, "-l", "app.kubernetes.io/component=model")
+    assert pods["items"]
+    for pod in pods["items"]:
+        node = _json(kube, "get", "node", pod["spec"]["nodeName"])
+        assert node["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+
+    config = _agent_config(kube, namespace)
+    assert [t["name"] for t in config["tools"]] == ["sql_query", "vector_search", "web_search"]
+    assert config["model"]["endpoint"] == f"http://contracts-model.{namespace}.svc:8000/v1"
+
+    status = _json(kube, "get", "agentdeployment", "contracts", "-n", namespace)["status"]
+    assert status["agentEndpoint"] == f"http://contracts-agent.{namespace}.svc:8080/v1"
+    assert [t["name"] for t in status["tools"]] == ["sql_query", "vector_search", "web_search"]
+    assert all(t["ready"] for t in status["tools"])
+
+    # What a user sees.
+    table = kube.kubectl("get", "sleuth", "-n", namespace).stdout
+    assert "READY" in table
+    assert "MODEL" in table
+    assert "GPUS" in table
+    assert "TOOLS" in table
+    row = next(line for line in table.splitlines() if "agentdeployment" in line)
+    assert "True" in row
+    assert "meta-llama/Llama-3.1-70B-Instruct" in row
+    assert " 4 " in row
+    assert "sql_query,vector_search,web_search" in row
+    assert "AGENT" in table
+    assert "TYPE" in table
+    for binding in ("contracts-clauses", "contracts-sql", "contracts-web"):
+        assert any(binding in line and "True" in line for line in table.splitlines())
+    explain = kube.kubectl("explain", "agentdeployment.spec.model.toolCallParser").stdout
+    assert "Derived from the model family" in explain
+    explain = kube.kubectl("explain", "toolbinding.spec.webSearch.allowExternal").stdout
+    assert "outside the cluster" in explain
+    events = kube.kubectl("get", "events", "-n", namespace).stdout
+    assert "agentdeployment/contracts" in events
+    assert "Ready=True" in events
+
+
+def test_reapply_and_second_reconcile_change_nothing(
+    kube: Any, namespace: str, operator: OperatorProcess
+) -> None:
+    _apply_example(kube, namespace)
+    _ready(kube, namespace)
+    eventually(lambda: len(_children(kube, namespace)) == 17, what="all 17 children")
+    # Let the rollouts settle (the Deployment controller writes status as pods become ready).
+    before = eventually(
+        lambda: (v := _versions(kube, namespace)) == _versions(kube, namespace) and v,
+        what="stable resourceVersions",
+    )
+    _apply_example(kube, namespace)
+    ctx = Context(kube=Kube(kube.api))
+    assert reconcile_agent(ctx, namespace, "contracts") is not None
+    for binding in ("contracts-clauses", "contracts-sql", "contracts-web"):
+        assert reconcile_tool(ctx, namespace, binding) is not None
+    ready = _json(kube, "get", "agentdeployment", "contracts", "-n", namespace)
+    rv_status = ready["metadata"]["resourceVersion"]
+    assert reconcile_agent(ctx, namespace, "contracts") is not None
+    assert _versions(kube, namespace) == before
+    again = _json(kube, "get", "agentdeployment", "contracts", "-n", namespace)
+    assert again["metadata"]["resourceVersion"] == rv_status, "status rewritten with no change"
+
+
+def test_drift_is_reverted(kube: Any, namespace: str, operator: OperatorProcess) -> None:
+    _apply_example(kube, namespace)
+    _ready(kube, namespace)
+    api = Kube(kube.api)
+    old_uid = api.get(DEPLOYMENT, namespace, "contracts-agent")["metadata"]["uid"]  # type: ignore[index]
+    kube.kubectl("delete", "deployment", "contracts-agent", "-n", namespace, "--wait=false")
+    eventually(
+        lambda: (
+            (d := api.get(DEPLOYMENT, namespace, "contracts-agent"))
+            and d["metadata"]["uid"] != old_uid
+        ),
+        what="the deleted agent Deployment comes back",
+    )
+    kube.kubectl(
+        "patch",
+        "deployment",
+        "contracts-model",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        '{"spec":{"replicas":3}}',
+    )
+    eventually(
+        lambda: api.get(DEPLOYMENT, namespace, "contracts-model")["spec"]["replicas"] == 1,  # type: ignore[index]
+        what="edited replicas reverted to 1",
+    )
+    kube.kubectl(
+        "patch",
+        "configmap",
+        "contracts-agent",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        '{"data":{"config.yaml":"maxIterations: 10\\n"}}',
+    )
+    eventually(
+        lambda: _agent_config(kube, namespace).get("maxIterations") == 5,
+        what="edited agent ConfigMap restored",
+    )
+    _ready(kube, namespace)
+
+
+def test_deleting_a_binding_drops_the_tool_and_deleting_the_agent_removes_everything(
+    kube: Any, namespace: str, operator: OperatorProcess
+) -> None:
+    _apply_example(kube, namespace)
+    _ready(kube, namespace)
+    kube.kubectl("delete", "toolbinding", "contracts-web", "-n", namespace)
+    eventually(
+        lambda: not any("contracts-web-tool" in k for k in _children(kube, namespace)),
+        what="the web tool service is gone",
+    )
+    eventually(
+        lambda: (
+            [t["name"] for t in _agent_config(kube, namespace)["tools"]]
+            == ["sql_query", "vector_search"]
+        ),
+        what="the agent's config drops web_search",
+    )
+    eventually(
+        lambda: (
+            _json(kube, "get", "agentdeployment", "contracts", "-n", namespace)["status"].get(
+                "toolNames"
+            )
+            == "sql_query,vector_search"
+        ),
+        what="status lists two tools",
+    )
+
+    kube.kubectl("delete", "agentdeployment", "contracts", "-n", namespace)
+    eventually(lambda: _children(kube, namespace) == {}, what="every child removed")
+    for binding in ("contracts-clauses", "contracts-sql"):
+        eventually(
+            lambda b=binding: (
+                kube.kubectl(
+                    "get",
+                    "toolbinding",
+                    b,
+                    "-n",
+                    namespace,
+                    "-o",
+                    "jsonpath={.status.conditions[?(@.type=='Ready')].reason}",
+                ).stdout
+                == "AgentNotFound"
+            ),
+            what=f"{binding} reports AgentNotFound",
+        )
+    # The agent comes back: the bindings heal by themselves.
+    kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "10-agentdeployment.yaml"))
+    _ready(kube, namespace)
+    kube.kubectl(
+        "wait",
+        "-n",
+        namespace,
+        "--for=condition=Ready",
+        "toolbinding/contracts-sql",
+        "toolbinding/contracts-clauses",
+        "--timeout=60s",
+    )
