@@ -65,3 +65,10 @@ def test_tool_is_remote_or_in_process_not_both() -> None:
     )
     with pytest.raises(ValidationError, match="exclusive"):
         parse_agent_config(text)
+
+
+def test_ttl_keys_accept_both_spellings() -> None:
+    upper = parse_agent_config(MINIMAL + "toolCacheTTLSeconds: 7\n")
+    lower = parse_agent_config(MINIMAL + "toolCacheTtlSeconds: 7\n")
+    assert upper.tool_cache_ttl_seconds == lower.tool_cache_ttl_seconds == 7
+    assert upper.to_file_dict()["toolCacheTtlSeconds"] == 7
