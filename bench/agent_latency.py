@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import statistics
 import time
@@ -283,7 +284,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         )
         tp = await throughput_section(server, args.seconds, with_langgraph)
     return {
-        "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "loadavg_1m_at_end": os.getloadavg()[0],
+        },
         "profile": PROFILE.model_dump(),
         "tool_ms": TOOL_MS,
         "latency": latency,
@@ -302,7 +307,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.conversations, args.seconds = 64, 1.0
-    result = asyncio.run(main_async(args))
+    try:
+        import uvloop
+
+        result = uvloop.run(main_async(args))
+    except ImportError:
+        result = asyncio.run(main_async(args))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

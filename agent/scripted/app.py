@@ -180,15 +180,24 @@ async def _sleep_until(deadline: float) -> None:
 async def _stream(
     completion: _Completion, first_at: float, per_token_s: float, usage: bool
 ) -> AsyncIterator[str]:
-    await _sleep_until(first_at)
-    yield completion.chunk({"role": "assistant", "content": ""})
+    """Chunks on schedule; chunks already due (a busy server) go out in one write."""
     deltas = completion.deltas()
     gap = per_token_s * max(0, completion.completion_tokens - 1) / max(1, len(deltas) - 1)
-    for i, delta in enumerate(deltas):
-        if i and gap > 0:
-            await _sleep_until(first_at + i * gap)
-        yield completion.chunk(delta)
-    yield completion.chunk({}, completion.finish_reason)
+    role = completion.chunk({"role": "assistant", "content": ""})
+    pending = [(first_at + i * gap, completion.chunk(d)) for i, d in enumerate(deltas)]
+    await _sleep_until(first_at)
+    out = [role]
+    loop = asyncio.get_running_loop()
+    index = 0
+    while index < len(pending):
+        due, text = pending[index]
+        if due > loop.time() and out:
+            yield "".join(out)
+            out = []
+            await _sleep_until(due)
+        out.append(text)
+        index += 1
+    out.append(completion.chunk({}, completion.finish_reason))
     if usage:
         body = {
             "id": completion.id,
@@ -198,8 +207,9 @@ async def _stream(
             "choices": [],
             "usage": completion.usage(),
         }
-        yield f"data: {json.dumps(body)}\n\n"
-    yield "data: [DONE]\n\n"
+        out.append(f"data: {json.dumps(body)}\n\n")
+    out.append("data: [DONE]\n\n")
+    yield "".join(out)
 
 
 def _hash_vector(text: str, dimensions: int) -> list[float]:
