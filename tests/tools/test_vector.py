@@ -148,3 +148,15 @@ def test_sample_documents_carry_the_seed_clauses() -> None:
     assert "Clause 8.3" in docs["contract-provider-b-2025"].text
     assert "Clause 7.1" in docs["contract-provider-c-2025"].text
     assert "DROP TABLE" in docs[INJECTION_DOCUMENT_ID].text
+
+
+@pytest.mark.integration
+def test_local_model_matches_reference_implementation(local_embedder: Any) -> None:
+    """Vectors recorded once from sentence-transformers (PyTorch) on the same packaged weights."""
+    import json
+
+    reference = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
+    ours = local_embedder.embed_sync(reference["texts"])
+    for text, mine, theirs in zip(reference["texts"], ours, reference["vectors"], strict=True):
+        cosine = sum(a * b for a, b in zip(mine, theirs, strict=True))
+        assert cosine > 1 - 1e-4, text

@@ -76,39 +76,19 @@ def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
     return ((x - mean) / np.sqrt(var + eps)) * weight + bias  # type: ignore[no-any-return]
 
 
+_ERF_P = np.float32(0.3275911)
+_ERF_A = tuple(
+    np.float32(a) for a in (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+)
+
+
 def _erf(x: Array) -> Array:
-    """erf to ~1e-7 (Abramowitz & Stegun 7.1.26 would be 1.5e-7; this is W. J. Cody's form)."""
-    # Numerical Recipes' erfc approximation, fractional error < 1.2e-7 everywhere.
-    z = np.abs(x).astype(np.float64)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = (
-        -z * z
-        - 1.26551223
-        + t
-        * (
-            1.00002368
-            + t
-            * (
-                0.37409196
-                + t
-                * (
-                    0.09678418
-                    + t
-                    * (
-                        -0.18628806
-                        + t
-                        * (
-                            0.27886807
-                            + t
-                            * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))
-                        )
-                    )
-                )
-            )
-        )
-    )
-    erfc = t * np.exp(poly)
-    return np.where(x >= 0, 1.0 - erfc, erfc - 1.0).astype(np.float32)
+    """erf in float32 (Abramowitz & Stegun 7.1.26, absolute error below 1.5e-7)."""
+    z = np.abs(x)
+    t = np.float32(1.0) / (np.float32(1.0) + _ERF_P * z)
+    a1, a2, a3, a4, a5 = _ERF_A
+    poly = ((((a5 * t + a4) * t + a3) * t + a2) * t + a1) * t
+    return cast(Array, np.sign(x) * (np.float32(1.0) - poly * np.exp(-z * z)))
 
 
 def _gelu(x: Array) -> Array:
