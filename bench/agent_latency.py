@@ -205,6 +205,9 @@ async def throughput(agent_factory: Any, rounds: int, seconds: float) -> dict[st
         await agent.run(QUESTION)
         iterations += rounds
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    model = getattr(agent, "model", None)
+    if model is not None and hasattr(model, "aclose"):
+        await model.aclose()
     return {
         "iterations": iterations,
         "per_cpu_s": iterations / cpu,

@@ -96,11 +96,14 @@ def make_agent(
     timeout_s: float = 5.0,
     cache: ToolCache | None = None,
     stream: bool = True,
+    request_timeout_s: float = 30.0,
+    model_timeout_s: float = 10.0,
 ) -> Agent:
     bound = {t.name: BoundTool(t, timeout_s=timeout_s) for t in tools}
     runner = ToolRunner(bound, cache, parallel=parallel)
-    model = OpenAIChatModel(url, "scripted", stream=stream, timeout_s=10)
-    return Agent(model, runner, LoopSettings(max_iterations=max_iterations))
+    model = OpenAIChatModel(url, "scripted", stream=stream, timeout_s=model_timeout_s)
+    settings = LoopSettings(max_iterations=max_iterations, request_timeout_s=request_timeout_s)
+    return Agent(model, runner, settings)
 
 
 def seed_sql_factory(config: object) -> FakeTool:

@@ -242,3 +242,26 @@ async def test_unreachable_model_server() -> None:
     result = await make_agent("http://127.0.0.1:9/v1", [seed_sql()]).run("q")
     assert result.trace.stop_reason == "model_error"
     assert "unreachable" in result.answer
+
+
+async def test_model_call_timeout(scripted: ScriptedServer) -> None:
+    scripted.set_scenario(Scenario(turns=[ScriptedResponse(content="late", delay_ms=3000)]))
+    result = await make_agent(scripted.url, [seed_sql()], model_timeout_s=0.3).run("q")
+    assert result.trace.stop_reason == "model_error"
+    assert "timed out" in (result.trace.model_steps()[0].error or "")
+
+
+async def test_whole_request_timeout_keeps_the_evidence(scripted: ScriptedServer) -> None:
+    scripted.set_scenario(
+        Scenario(
+            turns=[
+                _tools_turn(_call("sql_query", SEED_SQL)),
+                ScriptedResponse(content="late", delay_ms=3000),
+            ]
+        )
+    )
+    agent = make_agent(scripted.url, [seed_sql()], request_timeout_s=1.0)
+    result = await agent.run(SEED_QUESTION)
+    assert result.trace.stop_reason == "timeout"
+    assert "ran out of time (1s)" in result.answer
+    assert '"num_contratos": 47' in result.answer
