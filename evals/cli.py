@@ -89,6 +89,12 @@ def register(subparsers: Any) -> None:
     )
     rg.add_argument("--judge-max-tokens", type=int, default=4096)
     rg.add_argument(
+        "--judge-client",
+        choices=["direct", "instructor"],
+        default="direct",
+        help="direct: lean JSON-mode client (default); instructor: ragas' llm_factory route",
+    )
+    rg.add_argument(
         "--strictness",
         type=int,
         default=3,
@@ -285,6 +291,7 @@ def _run_ragas(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         concurrency=args.concurrency,
         max_tokens=args.judge_max_tokens,
+        client=args.judge_client,
         embeddings_base_url=args.embeddings_url,
         embeddings_model=args.embeddings_model,
     )

@@ -1,14 +1,17 @@
 """The judge and embeddings behind OpenAI-compatible endpoints, with our own guards.
 
-ragas' collections metrics call ``llm.agenerate(prompt, ResponseModel)`` (Instructor in JSON mode:
+ragas' collections metrics call ``llm.agenerate(prompt, ResponseModel)`` (JSON mode:
 ``response_format: json_object``, the schema in the system prompt) and
-``embeddings.aembed_text(s)``. :class:`GuardedJudge` and :class:`GuardedEmbeddings` wrap
-ragas' own clients and add what an SRE needs to trust a run:
+``embeddings.aembed_text(s)``. The judge client is :class:`~sleuth.evals.rag.direct.DirectJudge`
+by default, or ragas' own ``llm_factory`` (Instructor over the OpenAI SDK) with
+``client="instructor"``; embeddings are ragas' OpenAI embeddings. Around them we add what an SRE
+needs to trust a run:
 
-- our concurrency limit towards the judge (a semaphore shared by every metric and row);
-- a timeout per call (the OpenAI client's own retries are off: we decide about retries);
+- our concurrency limit towards the judge (:class:`LimitedTransport`, one per endpoint,
+  shared by every metric and row);
+- a timeout per request (the OpenAI client's own retries are off: we decide about retries);
 - a max-token budget high enough that verdict JSON is not cut (default 4096);
-- exactly one retry on unparsable output (Instructor re-asks with the validation error);
+- exactly one retry on unparsable output (a re-ask showing the validation error);
 - token usage counted from the ``usage`` block of every response.
 
 A call that still fails raises :class:`JudgeError` with a reason the report shows.
@@ -19,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import httpx
 
@@ -32,18 +36,12 @@ from ragas.embeddings.base import BaseRagasEmbedding
 from ragas.embeddings.openai_provider import OpenAIEmbeddings
 from ragas.llms.base import InstructorBaseRagasLLM, llm_factory
 
-from sleuth.evals.errors import EvalError
+from sleuth.evals.rag.direct import DirectJudge
+from sleuth.evals.rag.errors import JudgeError
+
+__all__ = ["JudgeBundle", "JudgeConfig", "JudgeError", "build_judge"]
 
 T = TypeVar("T", bound=BaseModel)
-
-
-class JudgeError(EvalError):
-    """A judge or embeddings call failed for good; ``reason`` is a short stable category."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
 
 
 @dataclass
@@ -56,6 +54,7 @@ class JudgeConfig:
     max_tokens: int = 4096
     temperature: float = 0.0
     parse_retries: int = 1
+    client: Literal["direct", "instructor"] = "direct"
     embeddings_base_url: str | None = None
     embeddings_model: str = "embedding"
 
@@ -98,6 +97,8 @@ class UsageMeter:
 
 
 def _classify(exc: BaseException) -> JudgeError:
+    if isinstance(exc, JudgeError):
+        return exc
     name = type(exc).__name__
     text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else name
     if isinstance(exc, asyncio.TimeoutError | APITimeoutError):
@@ -113,62 +114,84 @@ def _classify(exc: BaseException) -> JudgeError:
     return JudgeError("error", f"{name}: {text}")
 
 
-class GuardedJudge(InstructorBaseRagasLLM):
-    """A ragas Instructor LLM behind our semaphore and timeout, failing with :class:`JudgeError`."""
+class LimitedTransport(httpx.AsyncBaseTransport):
+    """At most ``limit`` requests in flight to one endpoint: our concurrency limit.
 
-    def __init__(
-        self, inner: InstructorBaseRagasLLM, limit: asyncio.Semaphore, timeout_s: float
-    ) -> None:
+    The slot is held from sending the request until its body is read, and only then: prompt
+    rendering and response parsing (ragas, Instructor, the OpenAI client) happen outside it, so
+    the endpoint sees exactly ``limit`` concurrent requests while work is queued. httpx's
+    timeouts apply to the exchange itself, never to the wait for a slot.
+    """
+
+    def __init__(self, limit: int, inner: httpx.AsyncBaseTransport | None = None) -> None:
+        self.limit = max(1, limit)
+        self._sem = asyncio.Semaphore(self.limit)
+        self.inner = inner or httpx.AsyncHTTPTransport(
+            limits=httpx.Limits(max_connections=self.limit, max_keepalive_connections=self.limit)
+        )
+        self.requests = 0
+        self.busy_s = 0.0  # summed time slots were held
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        async with self._sem:
+            self.requests += 1
+            started = time.perf_counter()
+            try:
+                response = await self.inner.handle_async_request(request)
+                try:
+                    await response.aread()
+                except BaseException:
+                    await response.aclose()
+                    raise
+            finally:
+                self.busy_s += time.perf_counter() - started
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class GuardedJudge(InstructorBaseRagasLLM):
+    """A ragas Instructor LLM whose failures become :class:`JudgeError` with a reason."""
+
+    def __init__(self, inner: InstructorBaseRagasLLM) -> None:
         self.inner = inner
-        self.limit = limit
-        self.timeout_s = timeout_s
         self.calls = 0
 
     def generate(self, prompt: str, response_model: type[T]) -> T:
         raise TypeError("GuardedJudge is async only: use agenerate()")
 
     async def agenerate(self, prompt: str, response_model: type[T]) -> T:
-        async with self.limit:
-            self.calls += 1
-            try:
-                result: T = await asyncio.wait_for(
-                    self.inner.agenerate(prompt, response_model), self.timeout_s
-                )
-            except Exception as exc:
-                raise _classify(exc) from exc
+        self.calls += 1
+        try:
+            result: T = await self.inner.agenerate(prompt, response_model)
+        except Exception as exc:
+            raise _classify(exc) from exc
         return result
 
 
 class GuardedEmbeddings(BaseRagasEmbedding):
-    """ragas' OpenAI embeddings behind a semaphore and a timeout."""
+    """ragas' OpenAI embeddings whose failures become :class:`JudgeError`."""
 
-    def __init__(self, inner: OpenAIEmbeddings, limit: asyncio.Semaphore, timeout_s: float) -> None:
+    def __init__(self, inner: OpenAIEmbeddings) -> None:
         super().__init__()
         self.inner = inner
-        self.limit = limit
-        self.timeout_s = timeout_s
 
     def embed_text(self, text: str, **kwargs: Any) -> list[float]:
         raise TypeError("GuardedEmbeddings is async only")
 
     async def aembed_text(self, text: str, **kwargs: Any) -> list[float]:
-        async with self.limit:
-            try:
-                out: list[float] = await asyncio.wait_for(
-                    self.inner.aembed_text(text, **kwargs), self.timeout_s
-                )
-            except Exception as exc:
-                raise _classify(exc) from exc
+        try:
+            out: list[float] = await self.inner.aembed_text(text, **kwargs)
+        except Exception as exc:
+            raise _classify(exc) from exc
         return out
 
     async def aembed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
-        async with self.limit:
-            try:
-                out: list[list[float]] = await asyncio.wait_for(
-                    self.inner.aembed_texts(texts, **kwargs), self.timeout_s
-                )
-            except Exception as exc:
-                raise _classify(exc) from exc
+        try:
+            out: list[list[float]] = await self.inner.aembed_texts(texts, **kwargs)
+        except Exception as exc:
+            raise _classify(exc) from exc
         return out
 
 
@@ -180,6 +203,7 @@ class JudgeBundle:
     embeddings: GuardedEmbeddings
     meter: UsageMeter
     config: JudgeConfig
+    transports: list[LimitedTransport]
     _http: list[httpx.AsyncClient]
 
     async def aclose(self) -> None:
@@ -189,10 +213,11 @@ class JudgeBundle:
 
 def _openai(
     base_url: str, cfg: JudgeConfig, meter: UsageMeter
-) -> tuple[AsyncOpenAI, httpx.AsyncClient]:
+) -> tuple[AsyncOpenAI, httpx.AsyncClient, LimitedTransport]:
+    transport = LimitedTransport(cfg.concurrency)
     http = httpx.AsyncClient(
         timeout=cfg.timeout_s,
-        limits=httpx.Limits(max_connections=max(1, cfg.concurrency) * 2),
+        transport=transport,
         event_hooks={"response": [meter.on_response]},
     )
     client = AsyncOpenAI(
@@ -202,37 +227,50 @@ def _openai(
         timeout=cfg.timeout_s,
         http_client=http,
     )
-    return client, http
+    return client, http, transport
 
 
 def build_judge(cfg: JudgeConfig) -> JudgeBundle:
-    """The guarded judge and embeddings for ``cfg`` (call inside the running event loop)."""
+    """The guarded judge and embeddings for ``cfg`` (call inside the running event loop).
+
+    One concurrency limit per endpoint: when embeddings share the judge's URL they share its
+    limit too.
+    """
     meter = UsageMeter()
-    chat, http_chat = _openai(cfg.base_url, cfg, meter)
-    inner = llm_factory(
-        cfg.model,
-        client=chat,
-        max_tokens=cfg.max_tokens,
-        temperature=cfg.temperature,
-        max_retries=1 + cfg.parse_retries,
-    )
+    chat, http_chat, t_chat = _openai(cfg.base_url, cfg, meter)
+    inner: InstructorBaseRagasLLM
+    if cfg.client == "instructor":  # ragas' own route: Instructor over the OpenAI SDK
+        inner = llm_factory(
+            cfg.model,
+            client=chat,
+            max_tokens=cfg.max_tokens,
+            temperature=cfg.temperature,
+            max_retries=1 + cfg.parse_retries,
+        )
+    else:
+        inner = DirectJudge(
+            http_chat,
+            cfg.base_url,
+            cfg.model,
+            api_key=cfg.api_key,
+            max_tokens=cfg.max_tokens,
+            temperature=cfg.temperature,
+            parse_retries=cfg.parse_retries,
+        )
     emb_url = cfg.embeddings_base_url or cfg.base_url
     if emb_url == cfg.base_url:
-        emb_client, http_emb = chat, http_chat
-        clients = [http_chat]
+        emb_client, clients, transports = chat, [http_chat], [t_chat]
     else:
-        emb_client, http_emb = _openai(emb_url, cfg, meter)
-        clients = [http_chat, http_emb]
-    limit = asyncio.Semaphore(max(1, cfg.concurrency))
+        emb_client, http_emb, t_emb = _openai(emb_url, cfg, meter)
+        clients, transports = [http_chat, http_emb], [t_chat, t_emb]
     return JudgeBundle(
-        llm=GuardedJudge(inner, limit, cfg.timeout_s),
+        llm=GuardedJudge(inner),
         embeddings=GuardedEmbeddings(
-            OpenAIEmbeddings(client=emb_client, model=cfg.embeddings_model),
-            asyncio.Semaphore(max(1, cfg.concurrency)),
-            cfg.timeout_s,
+            OpenAIEmbeddings(client=emb_client, model=cfg.embeddings_model)
         ),
         meter=meter,
         config=cfg,
+        transports=transports,
         _http=clients,
     )
 

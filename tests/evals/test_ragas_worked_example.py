@@ -32,8 +32,11 @@ async def run(
         await bundle.aclose()
 
 
-async def test_seed_worked_example(judge_server: ScriptedServer, worked_example: RagSample) -> None:
-    result = await run(judge_server, [worked_example])
+@pytest.mark.parametrize("client", ["direct", "instructor"])
+async def test_seed_worked_example(
+    judge_server: ScriptedServer, worked_example: RagSample, client: str
+) -> None:
+    result = await run(judge_server, [worked_example], client=client)
     scores = result.rows[0]["scores"]
     assert result.failures == []
     assert scores["faithfulness"] == 0.75  # 3 of 4 claims supported
@@ -62,7 +65,12 @@ async def test_judge_requests_are_json_mode_with_our_budget(
         assert body["response_format"] == {"type": "json_object"}
         assert body["max_tokens"] == 3000
         assert body["temperature"] == 0
-        assert "json_schema" in body["messages"][0]["content"]
+        system = body["messages"][0]
+        assert system["role"] == "system"
+        # the response model's JSON Schema travels in the system prompt
+        assert '"title": "StatementGeneratorOutput"' in system["content"] or (
+            '"title": "NLIStatementOutput"' in system["content"]
+        )
 
 
 async def test_one_retry_on_unparsable_output(
