@@ -1,0 +1,111 @@
+{{/*
+Named templates of the sleuth chart. Every name is prefixed "sleuth.".
+*/}}
+
+{{/* The chart name, overridable. */}}
+{{- define "sleuth.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The full name of the release's objects: "<release>-sleuth", or the release name when it
+already contains the chart name. */}}
+{{- define "sleuth.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The operator's objects: "<fullname>-operator". */}}
+{{- define "sleuth.operatorName" -}}
+{{- printf "%s-operator" (include "sleuth.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The chart label value. */}}
+{{- define "sleuth.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The immutable selector labels of the operator's pods. */}}
+{{- define "sleuth.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "sleuth.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end -}}
+
+{{/* The app.kubernetes.io labels every object of the chart carries (the one helper). */}}
+{{- define "sleuth.labels" -}}
+{{ include "sleuth.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: sleuth
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ include "sleuth.chart" . }}
+{{- end -}}
+
+{{/* The ServiceAccount the operator runs as. */}}
+{{- define "sleuth.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "sleuth.operatorName" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The sleuth image reference, pinned by digest when one is given. */}}
+{{- define "sleuth.image" -}}
+{{- $repo := .Values.image.repository -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" $repo .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repo (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the operator watches only .Values.watchNamespaces. */}}
+{{- define "sleuth.namespaced" -}}
+{{- if .Values.watchNamespaces -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+The RBAC rules of the operator inside a namespace: exactly the verbs it uses.
+- sleuth.dev kinds: watched and read; patched by kopf (its finalizer, for the timers) and
+  status written with a merge patch.
+- children (Deployments, Services, ConfigMaps, NetworkPolicies): watched (label-filtered),
+  read, server-side applied (patch; create when new), pruned (delete).
+- Events: created (conditions' transitions).
+EvalSchedule (issue 7) will add: evalschedules (+ /status), batch cronjobs and
+monitoring.coreos.com prometheusrules with the children's verbs.
+*/}}
+{{- define "sleuth.namespacedRules" -}}
+- apiGroups: ["sleuth.dev"]
+  resources: ["agentdeployments", "toolbindings"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["sleuth.dev"]
+  resources: ["agentdeployments/status", "toolbindings/status"]
+  verbs: ["get", "patch"]
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["services", "configmaps"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
+{{- end -}}
+
+{{/* Reading Secrets by name (never list or watch): only where agents and tools live. */}}
+{{- define "sleuth.secretRules" -}}
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get"]
+{{- end -}}

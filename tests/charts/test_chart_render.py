@@ -1,0 +1,297 @@
+"""The chart rendered offline: lint, goldens, schema, CRD copies, and its contract with the code."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from chart_testkit import (
+    CHART,
+    GOLDEN,
+    RELEASE_NAMESPACE,
+    ROOT,
+    VALUE_SETS,
+    documents,
+    find,
+    operator_args,
+    run_helm,
+    template,
+)
+
+pytestmark = pytest.mark.integration
+
+UPDATE = os.environ.get("SLEUTH_UPDATE_GOLDEN") == "1"
+
+
+@pytest.mark.parametrize("name", VALUE_SETS)
+def test_lint_strict(helm: Path, name: str) -> None:
+    values = VALUE_SETS[name]
+    args = ["lint", "--strict", str(CHART)] + (["-f", str(values)] if values else [])
+    out = run_helm(helm, *args).stdout
+    assert "1 chart(s) linted, 0 chart(s) failed" in out
+    assert "[WARNING]" not in out
+    assert "[ERROR]" not in out
+
+
+@pytest.mark.parametrize("name", VALUE_SETS)
+def test_template_matches_golden(helm: Path, name: str) -> None:
+    rendered = template(helm, VALUE_SETS[name])
+    golden = GOLDEN / f"{name}.yaml"
+    if UPDATE:
+        golden.write_text(rendered, encoding="utf-8")
+    assert golden.exists(), f"no golden {golden}; run with SLEUTH_UPDATE_GOLDEN=1"
+    assert rendered == golden.read_text(encoding="utf-8"), (
+        f"helm template drifted from {golden.relative_to(ROOT)}; "
+        "review the diff and regenerate with SLEUTH_UPDATE_GOLDEN=1"
+    )
+
+
+def test_chart_crds_are_byte_copies_of_crds() -> None:
+    source = {p.name: p.read_bytes() for p in (ROOT / "crds").glob("*.yaml")}
+    chart = {p.name: p.read_bytes() for p in (CHART / "crds").glob("*.yaml")}
+    assert source, "crds/ is empty"
+    assert sorted(chart) == sorted(source), "charts/sleuth/crds/ and crds/ hold different files"
+    drifted = [name for name in source if chart[name] != source[name]]
+    assert not drifted, (
+        f"charts/sleuth/crds/ drifted from crds/: {drifted}; run cp crds/*.yaml charts/sleuth/crds/"
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        ("operator.replicass=1", "replicass"),
+        ("watchNamespace[0]=team-a", "watchNamespace"),
+        ("metrics.serviceMonitor.enable=true", "enable"),
+    ],
+)
+def test_schema_refuses_misspelt_key_naming_it(helm: Path, setting: str, named: str) -> None:
+    proc = run_helm(helm, "template", "x", str(CHART), "--set", setting, check=False)
+    assert proc.returncode != 0
+    assert f"additional properties '{named}' not allowed" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("setting", "where"),
+    [
+        ("operator.replicas=two", "/operator/replicas"),
+        ("operator.replicas=2", "/operator/replicas"),  # no leader election yet
+        ("image.tag=latest", "/image/tag"),
+        ("watchNamespaces[0]=Team_A", "/watchNamespaces/0"),
+        ("grafanaDashboard.thresholds.faithfulness=1.5", "/grafanaDashboard/thresholds"),
+    ],
+)
+def test_schema_refuses_wrong_values(helm: Path, setting: str, where: str) -> None:
+    proc = run_helm(helm, "template", "x", str(CHART), "--set", setting, check=False)
+    assert proc.returncode != 0
+    assert where in proc.stderr
+
+
+def _objects(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    found: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(node, dict):
+        if node.get("type") == "object":
+            found.append((path, node))
+        for key, child in node.items():
+            found += _objects(child, f"{path}/{key}")
+    elif isinstance(node, list):
+        for i, child in enumerate(node):
+            found += _objects(child, f"{path}/{i}")
+    return found
+
+
+# Kubernetes API types passed through verbatim; the API server validates them on install.
+OPAQUE = {"valueFrom", "nodeAffinity", "podAffinity", "podAntiAffinity"}
+
+
+def test_schema_objects_refuse_unknown_keys() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    for path, node in _objects(schema):
+        if path.rsplit("/", 1)[-1] in OPAQUE:
+            continue
+        if "properties" in node:
+            assert node.get("additionalProperties") is False, f"{path} accepts unknown keys"
+        else:  # free-form maps (labels, annotations, nodeSelector) are typed, never open
+            assert isinstance(node.get("additionalProperties"), dict), f"{path} is untyped"
+
+
+def _value_keys(text: str) -> list[tuple[int, str, str]]:
+    """(line number, key, first line of the comment block above it) for every values.yaml key."""
+    lines = text.splitlines()
+    keys = []
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", "-")):
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        j = i
+        while j > 0 and lines[j - 1].startswith(indent + "#"):
+            j -= 1
+        keys.append((i + 1, stripped.split(":", 1)[0], lines[j].strip() if j < i else ""))
+    return keys
+
+
+def test_values_are_documented_key_by_key_in_camel_case() -> None:
+    text = (CHART / "values.yaml").read_text()
+    keys = _value_keys(text)
+    assert len(keys) > 40
+    for line, key, comment in keys:
+        assert comment.startswith(f"# {key} "), f"values.yaml:{line}: {key} lacks '# {key} ...'"
+        if "/" not in key:  # label keys inside maps (kubernetes.io/os) are not ours to name
+            assert re.fullmatch(r"[a-z][A-Za-z0-9]*", key), f"{key} is not camelCase"
+
+
+def test_defaults_follow_the_code() -> None:
+    from sleuth.evals.report.results import DEFAULT_THRESHOLDS
+    from sleuth.operator.render.meta import DEFAULT_SLEUTH_IMAGE
+
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    image = f"{values['image']['repository']}:{values['image']['tag']}"
+    assert image == DEFAULT_SLEUTH_IMAGE
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert chart["appVersion"] == project["version"] == values["image"]["tag"]
+    t = values["grafanaDashboard"]["thresholds"]
+    assert t["faithfulness"] == DEFAULT_THRESHOLDS["faithfulness"]
+    assert t["answerRelevancy"] == DEFAULT_THRESHOLDS["answer_relevancy"]
+    assert t["toolSelectionAccuracy"] == DEFAULT_THRESHOLDS["tool_selection_accuracy"]
+    assert t["contextPrecision"] == DEFAULT_THRESHOLDS["context_precision_simple"]
+    assert t["contextRecall"] == DEFAULT_THRESHOLDS["context_recall"]
+
+
+@pytest.mark.parametrize("name", VALUE_SETS)
+def test_operator_arguments_are_accepted_by_the_cli(helm: Path, name: str) -> None:
+    from sleuth.cli import build_parser
+
+    docs = documents(template(helm, VALUE_SETS[name]))
+    args = build_parser("operator").parse_args(operator_args(docs))
+    values = yaml.safe_load(VALUE_SETS[name].read_text()) if VALUE_SETS[name] else {}
+    assert (args.namespace or []) == values.get("watchNamespaces", [])
+    assert args.image.startswith("ghcr.io/sleuth-dev/sleuth")
+    assert args.metrics_port == 9090
+    assert args.liveness == "http://0.0.0.0:8080/healthz"
+
+
+def test_every_object_carries_the_standard_labels(helm: Path) -> None:
+    for name, values in VALUE_SETS.items():
+        for doc in documents(template(helm, values)):
+            labels = doc["metadata"].get("labels", {})
+            for key in ("name", "instance", "version", "part-of", "managed-by"):
+                assert f"app.kubernetes.io/{key}" in labels, f"{name}: {doc['kind']} lacks {key}"
+            assert labels["app.kubernetes.io/managed-by"] == "Helm"
+
+
+def test_namespaced_mode_has_roles_and_no_cluster_roles(helm: Path) -> None:
+    docs = documents(template(helm, VALUE_SETS["namespaced"]))
+    assert not find(docs, "ClusterRole")
+    assert not find(docs, "ClusterRoleBinding")
+    roles = find(docs, "Role")
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
+    bindings = find(docs, "RoleBinding")
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == ["team-a", "team-b"]
+    for b in bindings:
+        assert b["subjects"][0]["namespace"] == RELEASE_NAMESPACE
+
+
+def test_cluster_mode_never_grants_secrets_cluster_wide(helm: Path) -> None:
+    for name in ("default", "monitoring"):
+        docs = documents(template(helm, VALUE_SETS[name]))
+        bound = {b["roleRef"]["name"] for b in find(docs, "ClusterRoleBinding")}
+        for role in find(docs, "ClusterRole"):
+            grants_secrets = any("secrets" in r["resources"] for r in role["rules"])
+            assert not (grants_secrets and role["metadata"]["name"] in bound), name
+            for rule in role["rules"]:
+                assert "*" not in rule["verbs"]
+                assert "*" not in rule["resources"]
+
+
+_GATE = {"passed": True}
+SAMPLE_EVAL_RESULTS: list[dict[str, Any]] = [
+    {
+        "kind": "ragas",
+        "agent": "a",
+        "dataset": "d",
+        "split": "test",
+        "metrics": {
+            name: {"value": 0.8, "failed_rows": 0}
+            for name in (
+                "faithfulness",
+                "answer_relevancy",
+                "context_precision",
+                "context_precision_simple",
+                "context_recall",
+                "noise_sensitivity",
+            )
+        },
+        "gate": _GATE,
+        "usage": {"total_tokens": 10},
+    },
+    {
+        "kind": "tsa",
+        "agent": "a",
+        "dataset": "d",
+        "split": "test",
+        "metrics": {
+            "tool_selection_accuracy": {"value": 0.9},
+            "argument_accuracy": {"value": 0.9},
+        },
+        "summary": {"per_tool": {"sql_query": {"tsa": 0.9}}, "errors": 0},
+        "gate": _GATE,
+        "usage": {},
+    },
+]
+
+
+def test_dashboard_queries_use_metrics_the_code_exports(helm: Path) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from sleuth.agent.metrics import AgentMetrics
+    from sleuth.evals.report.prometheus import exposition
+
+    registry = AgentMetrics("a", CollectorRegistry()).registry
+    exported = {m.name + ("_total" if m.type == "counter" else "") for m in registry.collect()}
+    exported |= set(re.findall(r"^# TYPE (\S+) ", exposition(SAMPLE_EVAL_RESULTS), re.M))
+    assert "rag_faithfulness_score" in exported
+    assert "sleuth_agent_tokens_total" in exported
+
+    docs = documents(template(helm))
+    (cm,) = find(docs, "ConfigMap")
+    dashboard = json.loads(cm["data"]["sleuth.json"])
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    assert len(exprs) >= 15
+    used = set()
+    for expr in exprs:
+        for token in re.findall(r"\b((?:sleuth|rag|agent)_[a-z_]+)\b", expr):
+            used.add(re.sub(r"_(bucket|sum|count)$", "", token))
+    missing = used - exported
+    assert not missing, f"dashboard queries metrics nobody exports: {sorted(missing)}"
+    titles = {p["title"] for p in dashboard["panels"]}
+    for title in (
+        "Answer latency",
+        "Iterations per answer",
+        "Tool calls by tool",
+        "Tool errors by tool",
+        "Time to first token",
+        "Tokens by agent",
+        "Faithfulness",
+        "Tool selection accuracy",
+        "Context precision",
+        "Context recall",
+        "Eval runs: gate passed",
+    ):
+        assert title in titles
+    thresholds = {
+        p["title"]: p["fieldConfig"]["defaults"]["thresholds"]["steps"][1]["value"]
+        for p in dashboard["panels"]
+        if "thresholds" in p.get("fieldConfig", {}).get("defaults", {})
+    }
+    assert thresholds["Faithfulness"] == 0.8
+    assert thresholds["Tool selection accuracy"] == 0.85
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
