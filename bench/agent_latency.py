@@ -12,7 +12,7 @@ Sections: (1) ratio at p50/p99 with N concurrent conversations, for 1, 2, 3 iter
 parallel case, for sleuth and for LangGraph's prebuilt ReAct agent (same server, same tools,
 same run; needs the ``bench`` extra); (2) orchestration throughput: loop iterations per CPU-second
 with a zero-latency model and tools, in-process and over HTTP. Prints a table and writes JSON to
-``bench/results/agent_latency.json``.
+``bench/results/agent_latency.json`` (and the tables as ``.md`` beside it).
 """
 
 from __future__ import annotations
@@ -255,6 +255,29 @@ async def throughput_section(
     return rows
 
 
+def markdown(result: dict[str, Any]) -> str:
+    """The tables of docs/performance.md's Agent section."""
+    lines = [
+        "| case | system | concurrency | n | ideal ms | p50 ms | p99 ms | ratio p50 | ratio p99 "
+        "| overhead p50 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["latency"]:
+        lines.append(
+            f"| {r['case']} | {r['system']} | {r['concurrency']} | {r['conversations']} "
+            f"| {r['ideal_ms']:.0f} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} "
+            f"| {r['ratio_p50']:.3f} | {r['ratio_p99']:.3f} | {r['overhead_p50_ms']:.0f} |"
+        )
+    lines += [
+        "",
+        "| orchestration, 3-iteration conversations | iterations / CPU-s | iterations / s |",
+    ]
+    lines.append("|---|---|---|")
+    for r in result["throughput"]:
+        lines.append(f"| {r['mode']} | {r['per_cpu_s']:.0f} | {r['per_wall_s']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
 def print_row(r: dict[str, Any]) -> None:
     print(
         f"{r['case']:<24} {r['system']:<9} c={r['concurrency']:<3} n={r['conversations']:<4} "
@@ -319,6 +342,7 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    out.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
     ratios = [r["ratio_p50"] for r in result["latency"] if r["system"] == "sleuth"]
     print(f"wrote {out}; sleuth ratio p50 median {statistics.median(ratios):.3f}")
 
