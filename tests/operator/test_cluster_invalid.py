@@ -1,0 +1,280 @@
+"""Invalid manifests are refused by the real apiserver with a message naming the field; what the
+schema cannot say (missing Secret, missing agent, a tool-name clash) becomes a condition.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+import yaml
+from operator_testkit import OperatorProcess, eventually, example
+
+pytestmark = pytest.mark.cluster
+
+AGENT = example("AgentDeployment", "contracts")[0]
+SQL = example("ToolBinding", "contracts-sql")[0]
+WEB = example("ToolBinding", "contracts-web")[0]
+
+
+def _agent(**model: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(AGENT)
+    doc["metadata"] = {"name": "bad"}
+    for key, value in model.items():
+        if value is None:
+            doc["spec"]["model"].pop(key, None)
+        else:
+            doc["spec"]["model"][key] = value
+    return doc
+
+
+def _with(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(doc)
+    doc["metadata"] = {"name": "bad"}
+    *parents, last = path.split(".")
+    node = doc
+    for part in parents:
+        node = node.setdefault(part, {})
+    if value is None:
+        node.pop(last, None)
+    else:
+        node[last] = value
+    return doc
+
+
+ENDPOINT = {"endpoint": "http://vllm.models:8000/v1", "servedModelName": "llama"}
+SERVING = [
+    "name",
+    "quantization",
+    "tensorParallelSize",
+    "gpu",
+    "maxModelLen",
+    "cache",
+    "tokenSecretRef",
+    "resources",
+]
+
+CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("endpoint-and-name", _agent(endpoint="http://vllm:8000/v1"), "spec.model: set exactly one"),
+    ("neither-endpoint-nor-name", _agent(name=None), "spec.model: set exactly one"),
+    (
+        "endpoint-without-served-name",
+        _with(_agent(**dict.fromkeys(SERVING)), "spec.model.endpoint", "http://v:8000/v1"),
+        "spec.model.servedModelName is required",
+    ),
+    (
+        "endpoint-with-gpu",
+        _with(_agent(**dict.fromkeys(SERVING), **ENDPOINT), "spec.model.gpu", {"count": 1}),
+        "serving fields",
+    ),
+    (
+        "gpu-not-multiple-of-tp",
+        _agent(gpu={"count": 3}, tensorParallelSize=2),
+        "spec.model.gpu.count must be a multiple",
+    ),
+    ("unknown-family", _agent(name="google/gemma-2-27b-it"), "spec.model.toolCallParser"),
+    ("too-many-gpus", _agent(gpu={"count": 16}), "spec.model.gpu.count"),
+    ("unknown-quantization", _agent(quantization="int3"), "spec.model.quantization"),
+    ("unknown-parser", _agent(toolCallParser="xml"), "spec.model.toolCallParser"),
+    ("cache-both", _agent(cache={"size": "1Gi", "claimName": "w"}), "spec.model.cache"),
+    (
+        "secret-ref-without-key",
+        _agent(tokenSecretRef={"name": "hf"}),
+        "spec.model.tokenSecretRef.key",
+    ),
+    ("short-context", _agent(maxModelLen=100), "spec.model.maxModelLen"),
+    (
+        "endpoint-not-a-url",
+        _with(_agent(**dict.fromkeys(SERVING), **ENDPOINT), "spec.model.endpoint", "vllm:8000"),
+        "spec.model.endpoint",
+    ),
+    (
+        "too-many-iterations",
+        _with(AGENT, "spec.agent.maxIterations", 11),
+        "spec.agent.maxIterations",
+    ),
+    ("zero-iterations", _with(AGENT, "spec.agent.maxIterations", 0), "spec.agent.maxIterations"),
+    ("unknown-field", _agent(gpus=4), 'unknown field "spec.model.gpus"'),
+    ("long-name", {**_agent(), "metadata": {"name": "a" * 41}}, "metadata.name must be at most 40"),
+    ("sql-without-settings", _with(SQL, "spec.sqlQuery", None), "spec.sqlQuery is required"),
+    (
+        "settings-of-another-type",
+        _with(SQL, "spec.webSearch", WEB["spec"]["webSearch"]),
+        "spec.webSearch is required when type is web_search, and forbidden otherwise",
+    ),
+    (
+        "web-without-opt-in",
+        _with(WEB, "spec.webSearch.allowExternal", False),
+        "spec.webSearch.allowExternal must be true",
+    ),
+    (
+        "empty-allowlist",
+        _with(SQL, "spec.sqlQuery.allowedTables", []),
+        "spec.sqlQuery.allowedTables",
+    ),
+    (
+        "table-not-an-identifier",
+        _with(SQL, "spec.sqlQuery.allowedTables", ["contracts; drop"]),
+        "spec.sqlQuery.allowedTables[0]",
+    ),
+    ("unknown-tool-type", _with(SQL, "spec.type", "graph_search"), "spec.type"),
+    ("bad-tool-name", _with(SQL, "spec.name", "sql query!"), "spec.name"),
+    ("no-agent-ref", _with(SQL, "spec.agentRef", None), "spec.agentRef"),
+    ("zero-timeout", _with(SQL, "spec.timeoutSeconds", 0), "spec.timeoutSeconds"),
+]
+
+
+@pytest.mark.parametrize(("case", "doc", "field"), CASES, ids=[c[0] for c in CASES])
+def test_invalid_manifest_is_refused_naming_the_field(
+    kube: Any, namespace: str, crds: None, case: str, doc: dict[str, Any], field: str
+) -> None:
+    proc = kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(doc), check=False)
+    assert proc.returncode != 0, f"{case} was accepted"
+    assert field in proc.stderr, proc.stderr
+    kind = doc["kind"].lower()
+    assert (
+        kube.kubectl("get", kind, doc["metadata"]["name"], "-n", namespace, check=False).returncode
+        != 0
+    )
+
+
+def test_there_are_at_least_fifteen_cases() -> None:
+    assert len(CASES) >= 15
+
+
+def _condition(kube: Any, ns: str, name: str, kind: str) -> dict[str, Any]:
+    obj = json.loads(kube.kubectl("get", "agentdeployment", name, "-n", ns, "-o", "json").stdout)
+    conds = {c["type"]: c for c in obj.get("status", {}).get("conditions", [])}
+    return conds.get(kind, {})
+
+
+def _tools_ready(kube: Any, ns: str) -> bool:
+    obj = json.loads(
+        kube.kubectl("get", "agentdeployment", "contracts", "-n", ns, "-o", "json").stdout
+    )
+    tools = obj.get("status", {}).get("tools", [])
+    return bool(tools) and all(t["ready"] for t in tools)
+
+
+def _ready(kube: Any, ns: str, kind: str, name: str) -> dict[str, Any]:
+    obj = json.loads(kube.kubectl("get", kind, name, "-n", ns, "-o", "json").stdout)
+    conds = {c["type"]: c for c in obj.get("status", {}).get("conditions", [])}
+    return conds.get("Ready", {})
+
+
+def test_missing_secret_and_missing_agent_are_conditions_that_heal(
+    kube: Any, namespace: str, operator: OperatorProcess
+) -> None:
+    sql = yaml.safe_dump(SQL)
+    kube.kubectl("apply", "-n", namespace, "-f", "-", input=sql)
+    cond = eventually(
+        lambda: _ready(kube, namespace, "toolbinding", "contracts-sql"),
+        what="a Ready condition on the binding",
+    )
+    assert cond["status"] == "False"
+    assert cond["reason"] == "AgentNotFound"
+    assert "spec.agentRef.name" in cond["message"]
+
+    kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(AGENT))
+    cond = eventually(
+        lambda: (
+            (c := _ready(kube, namespace, "agentdeployment", "contracts"))
+            and c["reason"] == "SecretNotFound"
+            and c
+        ),
+        what="SecretNotFound on the agent",
+    )
+    assert "spec.model.tokenSecretRef: Secret hf-token not found" in cond["message"]
+    binding = eventually(
+        lambda: (
+            (c := _ready(kube, namespace, "toolbinding", "contracts-sql"))
+            and c["reason"] == "SecretNotFound"
+            and c
+        ),
+        what="the binding healed from AgentNotFound to SecretNotFound",
+    )
+    assert (
+        "spec.sqlQuery.connectionSecretRef: Secret contracts-postgres not found"
+        in (binding["message"])
+    )
+    # No retry storm: the resync keeps running, but nothing is rewritten and no event repeats.
+    eventually(
+        lambda: (
+            _condition(kube, namespace, "contracts", "Progressing").get("reason") == "Complete"
+            and _condition(kube, namespace, "contracts", "Degraded").get("reason")
+            == "SecretNotFound"
+            and _tools_ready(kube, namespace)
+        ),
+        what="the rollouts settle",
+    )
+    rv = json.loads(
+        kube.kubectl("get", "agentdeployment", "contracts", "-n", namespace, "-o", "json").stdout
+    )["metadata"]["resourceVersion"]
+    runs = operator.text().count("Timer 'agent_timer' succeeded")
+    eventually(
+        lambda: operator.text().count("Timer 'agent_timer' succeeded") >= runs + 3,
+        what="three more resyncs",
+    )
+    after = json.loads(
+        kube.kubectl("get", "agentdeployment", "contracts", "-n", namespace, "-o", "json").stdout
+    )["metadata"]["resourceVersion"]
+    assert after == rv
+    events = json.loads(kube.kubectl("get", "events", "-n", namespace, "-o", "json").stdout)
+    secret_events = [
+        e
+        for e in events["items"]
+        if e["involvedObject"]["name"] == "contracts"
+        and e["reason"] == "SecretNotFound"
+        and e["message"].startswith("Ready=")
+    ]
+    assert len(secret_events) == 1
+
+    from operator_testkit import EXAMPLES
+
+    kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "00-secrets.yaml"))
+    kube.kubectl(
+        "wait",
+        "-n",
+        namespace,
+        "--for=condition=Ready",
+        "agentdeployment/contracts",
+        "toolbinding/contracts-sql",
+        "--timeout=120s",
+    )
+
+
+def test_a_clashing_tool_name_is_refused_with_the_field_named(
+    kube: Any, namespace: str, operator: OperatorProcess
+) -> None:
+    from operator_testkit import EXAMPLES
+
+    kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES))
+    kube.kubectl(
+        "wait",
+        "-n",
+        namespace,
+        "--for=condition=Ready",
+        "toolbinding/contracts-sql",
+        "--timeout=120s",
+    )
+    clash = _with(SQL, "spec.description", "Another SQL source. NOT for documents.")
+    clash["metadata"] = {"name": "contracts-sql-2"}
+    kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(clash))
+    cond = eventually(
+        lambda: (
+            (c := _ready(kube, namespace, "toolbinding", "contracts-sql-2"))
+            and c.get("reason") == "ToolNameConflict"
+            and c
+        ),
+        what="ToolNameConflict",
+    )
+    assert cond["message"].startswith("spec.name: tool name sql_query is already bound")
+    assert (
+        kube.kubectl(
+            "get", "deployment", "contracts-sql-2-tool", "-n", namespace, check=False
+        ).returncode
+        != 0
+    )
+    assert _ready(kube, namespace, "toolbinding", "contracts-sql")["status"] == "True"
