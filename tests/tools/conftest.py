@@ -143,3 +143,35 @@ def sample_qdrant(tmp_path_factory: pytest.TempPathFactory, local_embedder: Any)
 
     asyncio.run(_load())
     return path
+
+
+@pytest.fixture(scope="session")
+def sql_service(postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """``sleuth tool-service`` serving sql_query over the sample database, as the reader."""
+    from service_process import ServiceProcess, sql_binding
+
+    folder = tmp_path_factory.mktemp("sql-service")
+    env = {"SLEUTH_SQL_CONNECTION_URI": postgres.reader_dsn}
+    service = ServiceProcess(sql_binding(), folder, env).wait_healthy()
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+@pytest.fixture(scope="session")
+def vector_service(sample_qdrant: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """``sleuth tool-service`` serving vector_search over a copy of the sample Qdrant folder."""
+    import shutil
+
+    from service_process import ServiceProcess, vector_binding
+
+    folder = tmp_path_factory.mktemp("vector-service")
+    qdrant = folder / "qdrant"
+    shutil.copytree(sample_qdrant, qdrant)
+    service = ServiceProcess(vector_binding(), folder, {"SLEUTH_QDRANT_PATH": str(qdrant)})
+    service.wait_healthy()
+    try:
+        yield service
+    finally:
+        service.stop()

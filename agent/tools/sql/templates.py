@@ -37,6 +37,8 @@ def template_schema(template: SqlTemplate) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     for param in template.parameters:
         prop = dict(_JSON_TYPES[param.type])
+        if param.allowed_values:
+            prop["enum"] = list(param.allowed_values)
         if param.description:
             prop["description"] = param.description
         properties[param.name] = prop
@@ -62,8 +64,13 @@ def _value(param: SqlParameter, value: object, tool: str) -> object:
         "boolean": isinstance(value, bool),
     }.get(param.type, False)
     if not ok:
-        shown = "an ISO date (YYYY-MM-DD)" if param.type == "date" else f"a {param.type}"
+        shown = {"date": "an ISO date (YYYY-MM-DD)", "integer": "an integer"}.get(
+            param.type, f"a {param.type}"
+        )
         raise ToolArgumentError(f"{param.name} must be {shown}, got {value!r}", tool=tool)
+    if param.allowed_values is not None and value not in param.allowed_values:
+        allowed = ", ".join(param.allowed_values)
+        raise ToolArgumentError(f"{param.name} must be one of {allowed}, got {value!r}", tool=tool)
     return value
 
 

@@ -1,0 +1,199 @@
+"""The tool service's HTTP app: MCP streamable HTTP, a plain JSON endpoint, health and metrics.
+
+Routes::
+
+    POST /mcp                     MCP streamable HTTP (stateless, JSON): tools/list, tools/call
+    GET  /v1/tools                the served tools as OpenAI ``tools[]`` entries
+    POST /v1/tools/{name}/call    {"arguments": {...}} → {"content", "citations"} or {"error"}
+    GET  /healthz                 the process is alive
+    GET  /readyz                  the backend (database, vector store, provider) answers
+    GET  /metrics                 Prometheus exposition
+
+Tool errors keep their kind on both transports (see :mod:`sleuth.agent.tools.wire`): on the JSON
+endpoint as HTTP 422 (argument), 503 (unavailable) or 500 (other); over MCP as a result with
+``isError`` and the same JSON in its text.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp.types as mcp_types
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from sleuth.agent.tools.base import ToolError
+from sleuth.agent.tools.wire import error_kind, error_to_json, output_to_json
+from sleuth.agent.toolservice.build import ServiceTools, describe
+
+_STATUS = {"argument": 422, "unavailable": 503, "error": 500}
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.calls = Counter(
+            "sleuth_tool_service_calls",
+            "Tool calls served, by tool, transport and outcome.",
+            ["tool", "transport", "outcome"],
+            registry=self.registry,
+        )
+        self.seconds = Histogram(
+            "sleuth_tool_service_call_seconds",
+            "Duration of tool calls served.",
+            ["tool"],
+            registry=self.registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+        self.ready = Gauge(
+            "sleuth_tool_service_ready", "1 when the backend answers.", registry=self.registry
+        )
+
+
+class ToolService:
+    """Runs calls for both transports and records metrics."""
+
+    def __init__(self, tools: ServiceTools, metrics: Metrics) -> None:
+        self.tools = tools
+        self.metrics = metrics
+
+    async def call(self, name: str, arguments: dict[str, Any], transport: str) -> dict[str, Any]:
+        tool = self.tools.tools.get(name)
+        if tool is None:
+            known = ", ".join(sorted(self.tools.tools))
+            self.metrics.calls.labels(name, transport, "unknown_tool").inc()
+            return {
+                "error": {
+                    "kind": "argument",
+                    "message": f"unknown tool {name!r}; this service serves {known}",
+                    "tool": name,
+                }
+            }
+        started = time.perf_counter()
+        try:
+            output = await tool.call(arguments)
+        except ToolError as err:
+            self.metrics.calls.labels(name, transport, error_kind(err)).inc()
+            return error_to_json(err, name)
+        finally:
+            self.metrics.seconds.labels(name).observe(time.perf_counter() - started)
+        self.metrics.calls.labels(name, transport, "ok").inc()
+        return output_to_json(output)
+
+
+def mcp_server(service: ToolService) -> Server[Any, Any]:
+    server: Server[Any, Any] = Server("sleuth-tool-service")
+
+    @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]
+    async def list_tools() -> list[mcp_types.Tool]:
+        return [
+            mcp_types.Tool(
+                name=tool.spec.name,
+                description=tool.spec.description,
+                inputSchema=tool.spec.parameters,
+            )
+            for tool in service.tools.tools.values()
+        ]
+
+    @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
+    async def call_tool(name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        result = await service.call(name, arguments, "mcp")
+        text = json.dumps(result, ensure_ascii=False)
+        return mcp_types.CallToolResult(
+            content=[mcp_types.TextContent(type="text", text=text)],
+            isError="error" in result,
+        )
+
+    return server
+
+
+class _McpEndpoint:
+    """ASGI adapter so the MCP manager answers at exactly ``/mcp`` (no redirect to ``/mcp/``)."""
+
+    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
+        self.manager = manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.manager.handle_request(scope, receive, send)
+
+
+Loader = Callable[[], Awaitable[ServiceTools]]
+
+
+def create_app(load: Loader) -> Starlette:
+    """The app; ``load`` builds the tools when the app starts (pools open in its lifespan)."""
+    metrics = Metrics()
+    state: dict[str, Any] = {}
+
+    def service() -> ToolService:
+        svc: ToolService = state["service"]
+        return svc
+
+    async def healthz(_: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(_: Request) -> Response:
+        ok = await service().tools.ready()
+        metrics.ready.set(1 if ok else 0)
+        return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
+
+    async def metrics_endpoint(_: Request) -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    async def list_tools(_: Request) -> Response:
+        return JSONResponse({"kind": service().tools.kind, "tools": describe(service().tools)})
+
+    async def call(request: Request) -> Response:
+        name = request.path_params["name"]
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        arguments = body.get("arguments", {}) if isinstance(body, dict) else None
+        if not isinstance(arguments, dict):
+            error = {
+                "kind": "argument",
+                "message": 'body must be {"arguments": {...}}',
+                "tool": name,
+            }
+            return JSONResponse({"error": error}, status_code=422)
+        result = await service().call(name, arguments, "json")
+        status = _STATUS[result["error"]["kind"]] if "error" in result else 200
+        return JSONResponse(result, status_code=status)
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        tools = await load()
+        svc = ToolService(tools, metrics)
+        state["service"] = svc
+        manager = StreamableHTTPSessionManager(
+            app=mcp_server(svc), json_response=True, stateless=True
+        )
+        mcp_endpoint.manager = manager
+        try:
+            async with manager.run():
+                yield
+        finally:
+            await tools.aclose()
+
+    mcp_endpoint = _McpEndpoint(None)  # type: ignore[arg-type]  # set in the lifespan
+    routes = [
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        Route("/metrics", metrics_endpoint),
+        Route("/v1/tools", list_tools),
+        Route("/v1/tools/{name}/call", call, methods=["POST"]),
+        Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
