@@ -124,7 +124,7 @@ async def measure(args: argparse.Namespace, url: str) -> dict[str, object]:
         "wall_s": round(wall, 3),
         "ideal_s": round(ideal, 3),
         "ratio": round(wall / ideal, 3) if ideal else None,
-        "mean_request_s": round(transport.busy_s / max(1, transport.requests), 4),
+        "mean_judge_request_s": round(transport.chat_busy_s / max(1, transport.chat_requests), 4),
         "slot_utilisation": round(transport.busy_s / (wall * args.concurrency), 3),
         "client_cpu_ms_per_call": round(cpu * 1000 / max(1, calls), 2),
         # wall against the requests' own measured durations: the runner's scheduling alone

@@ -1,7 +1,8 @@
 """``sleuth eval tsa|ragas|build-golden|report``: runs, reports, and a CI gate in the exit code.
 
 Exit codes: 0 every threshold met; 1 a threshold missed or more failed rows than allowed;
-2 invalid input (dataset, split guard, manifest, arguments) or an unreachable endpoint.
+2 invalid input (dataset, split guard, manifest, arguments). An unreachable endpoint makes every
+case or row fail, which is counted and fails the gate (1).
 """
 
 from __future__ import annotations
@@ -31,11 +32,7 @@ def _common_outputs(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow --split test/all: this run is a release report, not tuning",
     )
-    p.add_argument(
-        "--manifest",
-        action="store_true",
-        help="verify the dataset against its frozen split manifest first",
-    )
+
     p.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument(
         "--max-failed-rows",
@@ -86,6 +83,12 @@ def register(subparsers: Any) -> None:
     rg.add_argument(
         "--metrics",
         default="faithfulness,answer_relevancy,context_precision,context_recall,noise_sensitivity",
+    )
+    rg.add_argument(
+        "--golden",
+        type=Path,
+        help="golden dataset the rows come from: verified against its frozen manifest, and "
+        "every row must be one of its cases with the same split",
     )
     rg.add_argument("--judge-max-tokens", type=int, default=4096)
     rg.add_argument(
@@ -265,23 +268,10 @@ def _run_ragas(args: argparse.Namespace) -> int:
     rows = load_samples(args.samples, args.split)
     if not rows:
         raise EvalError(f"{args.samples}: no rows in split {args.split!r}")
-    if args.manifest:
-        from sleuth.evals.golden.cases import GoldenCase
-        from sleuth.evals.golden.manifest import verify
+    if args.golden:
+        from sleuth.evals.golden.manifest import check_rows_against_golden
 
-        verify(
-            [
-                GoldenCase(
-                    id=r.id,
-                    question=r.question,
-                    reference=r.reference or "-",
-                    stratum=r.stratum,
-                    split=r.split,
-                )
-                for r in rows
-            ],
-            args.samples,
-        )
+        check_rows_against_golden([(r.id, r.split) for r in rows], args.golden)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     thresholds = parse_thresholds(args.threshold)
     cfg = JudgeConfig(

@@ -81,6 +81,23 @@ def verify(cases: Sequence[GoldenCase], dataset: Path | str) -> dict[str, Any]:
     return dict(doc)
 
 
+def check_rows_against_golden(rows: Sequence[tuple[str, str]], golden: Path | str) -> None:
+    """Verify ``golden`` against its manifest, then each (row id, split) against ``golden``."""
+    from sleuth.evals.golden.cases import load_golden
+
+    cases = load_golden(golden)
+    verify(cases, golden)
+    splits = {c.id: c.split for c in cases}
+    problems = []
+    for rid, split in rows:
+        if rid not in splits:
+            problems.append(f"row {rid!r} is not a case of {golden}")
+        elif splits[rid] != split:
+            problems.append(f"row {rid!r} has split {split}, the golden dataset says {splits[rid]}")
+    if problems:
+        raise ManifestError("; ".join(problems[:10]))
+
+
 def guard_split(split: str, final_report: bool) -> None:
     """Refuse the frozen test split for tuning and comparison runs (the Goodhart rule)."""
     if split in {"test", "all"} and not final_report:

@@ -131,6 +131,8 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         )
         self.requests = 0
         self.busy_s = 0.0  # summed time slots were held
+        self.chat_requests = 0
+        self.chat_busy_s = 0.0  # the same, for chat completions only
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         async with self._sem:
@@ -144,7 +146,11 @@ class LimitedTransport(httpx.AsyncBaseTransport):
                     await response.aclose()
                     raise
             finally:
-                self.busy_s += time.perf_counter() - started
+                held = time.perf_counter() - started
+                self.busy_s += held
+                if request.url.path.endswith("/chat/completions"):
+                    self.chat_requests += 1
+                    self.chat_busy_s += held
         return response
 
     async def aclose(self) -> None:
