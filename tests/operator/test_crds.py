@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sleuth.api import crdgen
+from sleuth.api import crddocs, crdgen
 from sleuth.api.v1alpha1.kinds import KINDS
 from sleuth.cli import main
 
@@ -50,12 +50,24 @@ def test_checked_in_crds_match_a_fresh_generation(tmp_path: Path) -> None:
 def test_check_mode_reports_a_drifted_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["crds", "generate", "--out", str(tmp_path)]) == 0
-    assert main(["crds", "generate", "--check", "--out", str(tmp_path)]) == 0
+    docs = tmp_path / "operator.md"
+    docs.write_text(f"# Ops\n\n{crddocs.BEGIN}\n{crddocs.END}\n")
+    args = ["crds", "generate", "--out", str(tmp_path), "--docs", str(docs)]
+    assert main(args) == 0
+    assert "| `spec.model.gpu.count` (required) | integer |" in docs.read_text()
+    assert main([*args, "--check"]) == 0
     target = tmp_path / crdgen.filename(KINDS[0])
     target.write_text(target.read_text() + "# edited\n")
-    assert main(["crds", "generate", "--check", "--out", str(tmp_path)]) == 1
-    assert crdgen.filename(KINDS[0]) in capsys.readouterr().err
+    docs.write_text(docs.read_text().replace("integer", "int"))
+    assert main([*args, "--check"]) == 1
+    err = capsys.readouterr().err
+    assert crdgen.filename(KINDS[0]) in err
+    assert "operator.md" in err
+
+
+def test_docs_reference_is_current() -> None:
+    text = (ROOT / "docs" / "operator.md").read_text(encoding="utf-8")
+    assert crddocs.updated(text) == text, "docs/operator.md is stale: run `sleuth crds generate`"
 
 
 @pytest.mark.parametrize("plural", [k.plural for k in KINDS])

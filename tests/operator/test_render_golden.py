@@ -7,6 +7,7 @@ review the diff.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -103,3 +104,19 @@ def test_credentials_live_only_in_their_tool_service() -> None:
         text = _dump(objs)
         assert ("contracts-postgres" in text) == (part == "contracts-sql"), part
         assert ("hf-token" in text) == (part == "model"), part
+
+
+def test_tool_service_reads_the_rendered_config(tmp_path: Path) -> None:
+    """The ConfigMap is what `sleuth tool-service` loads: the spec, name and description set."""
+    from sleuth.agent.toolservice.build import load_spec
+
+    for binding in _bindings():
+        configmap = _rendered()[binding.name][0]
+        path = tmp_path / f"{binding.name}.yaml"
+        path.write_text(configmap["data"]["config.yaml"], encoding="utf-8")
+        loaded = load_spec(path)
+        assert loaded.tool_name == binding.spec.tool_name
+        assert loaded.type == binding.spec.type
+        assert loaded.description is not None
+        assert "NOT for" in loaded.description
+        assert loaded.timeout_seconds == binding.spec.timeout_seconds
