@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,24 @@ from sleuth.cli import main
 from sleuth.evals.tsa.cases import TsaCase, load_cases, shipped_cases_path
 
 pytestmark = pytest.mark.integration
+
+
+def promtool_check(text: str) -> None:
+    """The exposition passes ``promtool check metrics`` (Debian's prometheus package)."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("promtool is missing under CI (make promtool installs it)")
+        pytest.skip("promtool not installed (make promtool)")
+    done = subprocess.run(
+        [promtool, "check", "metrics"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def router(cases: list[TsaCase], wrong: set[str]) -> Any:
@@ -96,6 +117,7 @@ def test_tsa_cli_scores_the_shipped_set_and_gates(tmp_path: Path) -> None:
         'agent_tool_selection_accuracy{agent="contracts",dataset="tsa_cases",split="dev"}' in text
     )
     assert 'tool="sql_query"} 0.0' in text
+    promtool_check(text)
     html = page.read_text()
     assert "<svg" in html
     assert "Confusion matrix" in html
@@ -182,6 +204,7 @@ def test_ragas_cli_on_the_worked_example(judge_server: ScriptedServer, tmp_path:
     assert f"rag_context_recall_score{{{labels}}} 1.0" in text
     assert "rag_answer_relevancy_score" in text
     assert "rag_noise_sensitivity_score" in text
+    promtool_check(text)
     assert "Stratum: easy" in page.read_text()
     # report re-renders from the JSON alone, and keeps the gate's verdict
     assert main(["eval", "report", str(out), "--html", str(tmp_path / "again.html")]) == 1
