@@ -140,3 +140,13 @@ async def test_legitimate_queries_run(
         out = await tool.call({"query": sql, "params": params})
         assert out.content["row_count"] >= 1, sql
     assert await checksums(owner_conn) == before
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "garbage", ["0?", "?", ")(", "SELECT (", "'", '"', "$", "\\", "SELECT 1 +"]
+)
+def test_garbage_is_refused_never_crashes(garbage: str) -> None:
+    # Found by hypothesis: the compiled parser (sqlglotc) raises TypeError on "0?".
+    with pytest.raises(SqlRefused, match=r"does not parse|placeholders|only SELECT|empty"):
+        check_sql(garbage, POLICY, [])

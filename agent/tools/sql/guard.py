@@ -248,9 +248,13 @@ def _parse_one(sql: str) -> exp.Expression:
         tokens = dialect.tokenize(sql)
         _check_tokens(tokens)
         statements = [s for s in dialect.parser().parse(tokens, sql) if s is not None]
+    except SqlRefused:
+        raise
     except SqlglotError as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise SqlRefused(f"the query does not parse as PostgreSQL: {first}") from None
+    except Exception as err:  # the compiled parser (sqlglotc) may fail with other errors
+        raise SqlRefused(f"the query does not parse as PostgreSQL: {type(err).__name__}") from None
     if len(statements) != 1:
         raise SqlRefused(f"exactly one statement is allowed, found {len(statements)}")
     root = cast(exp.Expression, statements[0])
