@@ -23,6 +23,10 @@ def _run(args: argparse.Namespace) -> int:
 
     kopf.configure(verbose=args.verbose)
     namespaces = args.namespace or []
+    if namespaces:
+        from sleuth.operator.scope import restrict_to_namespaces
+
+        restrict_to_namespaces()
     kopf.run(
         standalone=True,
         clusterwide=not namespaces,
