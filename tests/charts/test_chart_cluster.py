@@ -1,0 +1,286 @@
+"""The chart in the real control plane (kwok-simulated nodes): install, RBAC, upgrade, uninstall.
+
+kwok does not run containers, so "the operator is running" means: the rendered objects are
+accepted by the API server, the pod is scheduled on a CPU node and reported Ready, and the
+Deployment is Available. The operator itself is then run on this host *with the chart's
+ServiceAccount token*, which proves the chart's Role is enough for the real reconcile.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from chart_testkit import CHART, ROOT
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+# Every namespaced kind the chart can create, and the cluster-scoped ones.
+NAMESPACED_KINDS = (
+    "deployments,replicasets,pods,services,serviceaccounts,configmaps,roles,rolebindings,"
+    "poddisruptionbudgets,servicemonitors.monitoring.coreos.com,prometheusrules.monitoring.coreos.com"
+)
+CLUSTER_KINDS = "clusterroles,clusterrolebindings"
+OPERATOR_CONTAINER = 0
+
+
+def _new_namespace(kube: Any) -> Iterator[str]:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    kube.kubectl("create", "namespace", name)
+    try:
+        yield name
+    finally:
+        kube.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.fixture
+def other_namespace(kube: Any) -> Iterator[str]:
+    yield from _new_namespace(kube)
+
+
+@pytest.fixture
+def third_namespace(kube: Any) -> Iterator[str]:
+    yield from _new_namespace(kube)
+
+
+def install(
+    kube: Any, release: str, namespace: str, *sets: str, verb: str = "install", reuse: bool = False
+) -> None:
+    args = [verb, release, str(CHART), "-n", namespace, "--wait", "--timeout", "120s"]
+    args += ["--reuse-values"] if reuse else []
+    for s in sets:
+        args += ["--set", s]
+    kube.helm(*args)
+
+
+def get(kube: Any, *args: str) -> Any:
+    return json.loads(kube.kubectl("get", *args, "-o", "json").stdout)
+
+
+def can(kube: Any, sa: str, verb: str, resource: str, *where: str) -> bool:
+    proc = kube.kubectl("auth", "can-i", verb, resource, f"--as={sa}", *where, check=False)
+    answer = proc.stdout.strip()
+    assert answer in ("yes", "no"), proc.stderr
+    return answer == "yes"
+
+
+def operator_pod(kube: Any, namespace: str, release: str) -> dict[str, Any]:
+    pods = get(kube, "pods", "-n", namespace, "-l", f"app.kubernetes.io/instance={release}")
+    running = [p for p in pods["items"] if not p["metadata"].get("deletionTimestamp")]
+    assert len(running) == 1, [p["metadata"]["name"] for p in pods["items"]]
+    return dict(running[0])
+
+
+def available(deployment: dict[str, Any]) -> bool:
+    conditions = {c["type"]: c["status"] for c in deployment["status"].get("conditions", [])}
+    return conditions.get("Available") == "True"
+
+
+def test_install_upgrade_uninstall(kube: Any, namespace: str) -> None:
+    release = f"s{namespace[2:]}"
+    operator = f"{release}-sleuth-operator"
+    install(
+        kube,
+        release,
+        namespace,
+        "metrics.serviceMonitor.enabled=true",
+        "metrics.prometheusRule.enabled=true",
+        f"rbac.secretNamespaces={{{namespace}}}",
+    )
+    # CRDs are there and served.
+    for crd in ("agentdeployments.sleuth.dev", "toolbindings.sleuth.dev"):
+        kube.kubectl("wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
+    assert "agentdeployments" in kube.kubectl("api-resources", "--api-group=sleuth.dev").stdout
+    # The operator is Available, on a CPU node (GPU nodes are tainted; it tolerates nothing).
+    deployment = get(kube, "deployment", operator, "-n", namespace)
+    assert available(deployment)
+    first = operator_pod(kube, namespace, release)
+    node = get(kube, "node", first["spec"]["nodeName"])
+    assert "nvidia.com/gpu.product" not in node["metadata"]["labels"]
+    assert first["spec"]["securityContext"]["runAsNonRoot"] is True
+    # Monitoring objects were accepted by prometheus-operator's CRD schemas.
+    monitors = get(kube, "servicemonitors", "-n", namespace)["items"]
+    assert sorted(m["metadata"]["name"] for m in monitors) == [
+        f"{release}-sleuth-agents",
+        f"{release}-sleuth-models",
+        operator,
+    ]
+    kube.kubectl("get", "prometheusrule", operator, "-n", namespace)
+
+    # helm upgrade with a changed value rolls the operator (its pod template changed).
+    install(kube, release, namespace, "operator.resyncSeconds=45", verb="upgrade", reuse=True)
+    deployment = get(kube, "deployment", operator, "-n", namespace)
+    assert deployment["metadata"]["generation"] == 2
+    assert deployment["status"]["observedGeneration"] == 2
+    assert available(deployment)
+    second = operator_pod(kube, namespace, release)
+    assert second["metadata"]["name"] != first["metadata"]["name"]
+    args = second["spec"]["containers"][OPERATOR_CONTAINER]["args"]
+    assert "--resync-seconds=45" in args
+    assert "--resync-seconds=30" not in args
+    replicasets = get(
+        kube, "replicasets", "-n", namespace, "-l", "app.kubernetes.io/component=operator"
+    )
+    assert len(replicasets["items"]) == 2
+
+    # helm uninstall leaves nothing of the release behind (the CRDs stay, by Helm's design).
+    kube.helm("uninstall", release, "-n", namespace, "--wait", "--timeout", "120s")
+    selector = f"app.kubernetes.io/instance={release}"
+    left = kube.kubectl("get", NAMESPACED_KINDS, "-A", "-l", selector, "-o", "name").stdout.split()
+    left += kube.kubectl("get", CLUSTER_KINDS, "-l", selector, "-o", "name").stdout.split()
+    assert left == []
+    kube.kubectl("get", "crd", "agentdeployments.sleuth.dev")
+
+
+def test_cluster_wide_rbac_is_least_privilege(
+    kube: Any, namespace: str, other_namespace: str, third_namespace: str
+) -> None:
+    release = f"c{namespace[2:]}"
+    install(kube, release, namespace, f"rbac.secretNamespaces={{{other_namespace}}}")
+    sa = f"system:serviceaccount:{namespace}:{release}-sleuth-operator"
+    anywhere = ("-n", third_namespace)
+    # What the operator does, in any namespace.
+    assert can(kube, sa, "watch", "agentdeployments.sleuth.dev", "-A")
+    assert can(kube, sa, "list", "toolbindings.sleuth.dev", "-A")
+    assert can(kube, sa, "patch", "agentdeployments.sleuth.dev", "--subresource=status", *anywhere)
+    assert can(kube, sa, "patch", "deployments.apps", *anywhere)
+    assert can(kube, sa, "create", "networkpolicies.networking.k8s.io", *anywhere)
+    assert can(kube, sa, "delete", "configmaps", *anywhere)
+    assert can(kube, sa, "create", "events", *anywhere)
+    assert can(kube, sa, "get", "secrets", "-n", other_namespace)
+    # What it must not do.
+    assert not can(kube, sa, "get", "secrets", *anywhere)
+    assert not can(kube, sa, "get", "secrets", "-A")
+    assert not can(kube, sa, "list", "secrets", "-n", other_namespace)
+    assert not can(kube, sa, "delete", "namespaces")
+    assert not can(kube, sa, "delete", "agentdeployments.sleuth.dev", *anywhere)
+    assert not can(kube, sa, "create", "pods", *anywhere)
+    assert not can(kube, sa, "create", "clusterroles.rbac.authorization.k8s.io")
+    assert not can(kube, sa, "create", "rolebindings.rbac.authorization.k8s.io", *anywhere)
+    assert not can(kube, sa, "update", "customresourcedefinitions.apiextensions.k8s.io")
+    assert not can(kube, sa, "get", "nodes")
+    kube.helm("uninstall", release, "-n", namespace, "--wait")
+
+
+def test_namespace_scoped_rbac_stays_in_its_namespaces(
+    kube: Any, namespace: str, other_namespace: str, third_namespace: str
+) -> None:
+    release = f"n{namespace[2:]}"
+    install(kube, release, namespace, f"watchNamespaces={{{other_namespace}}}")
+    selector = f"app.kubernetes.io/instance={release}"
+    assert kube.kubectl("get", CLUSTER_KINDS, "-l", selector, "-o", "name").stdout == ""
+    sa = f"system:serviceaccount:{namespace}:{release}-sleuth-operator"
+    watched = ("-n", other_namespace)
+    assert can(kube, sa, "watch", "agentdeployments.sleuth.dev", *watched)
+    assert can(kube, sa, "patch", "toolbindings.sleuth.dev", "--subresource=status", *watched)
+    assert can(kube, sa, "patch", "services", *watched)
+    assert can(kube, sa, "get", "secrets", *watched)
+    assert not can(kube, sa, "list", "secrets", *watched)
+    assert not can(kube, sa, "list", "agentdeployments.sleuth.dev", "-A")
+    assert not can(kube, sa, "list", "agentdeployments.sleuth.dev", "-n", third_namespace)
+    assert not can(kube, sa, "get", "secrets", "-n", third_namespace)
+    assert not can(kube, sa, "get", "secrets", "-n", namespace)
+    assert not can(kube, sa, "delete", "namespaces")
+    deployment = get(kube, "deployment", f"{release}-sleuth-operator", "-n", namespace)
+    args = deployment["spec"]["template"]["spec"]["containers"][OPERATOR_CONTAINER]["args"]
+    assert f"--namespace={other_namespace}" in args
+    kube.helm("uninstall", release, "-n", namespace, "--wait")
+
+
+def _token_kubeconfig(kube: Any, namespace: str, sa: str, path: Path) -> Path:
+    token = kube.kubectl("create", "token", sa, "-n", namespace, "--duration=30m").stdout.strip()
+    admin = yaml.safe_load(Path(kube.kubeconfig).read_text())
+    cluster = admin["clusters"][0]
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster],
+        "users": [{"name": sa, "user": {"token": token}}],
+        "contexts": [{"name": sa, "context": {"cluster": cluster["name"], "user": sa}}],
+        "current-context": sa,
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _eventually(check: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(1)
+    raise AssertionError(f"never happened within {timeout:.0f}s: {what} (last: {last!r})")
+
+
+def test_operator_reconciles_with_only_the_charts_namespace_role(
+    kube: Any, namespace: str, other_namespace: str, tmp_path: Path
+) -> None:
+    """The real operator, authenticated as the chart's ServiceAccount, reconciles an agent."""
+    release = f"o{namespace[2:]}"
+    install(kube, release, namespace, f"watchNamespaces={{{other_namespace}}}")
+    # A CRD upgrade is the user's job (Helm never upgrades CRDs): the documented command.
+    kube.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CHART / "crds"))
+    sa = f"{release}-sleuth-operator"
+    kubeconfig = _token_kubeconfig(kube, namespace, sa, tmp_path / "sa.kubeconfig")
+    log = tmp_path / "operator.log"
+    sleuth = Path(sys.executable).parent / "sleuth"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                str(sleuth),
+                "operator",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--namespace",
+                other_namespace,
+                "--resync-seconds",
+                "5",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        examples = ROOT / "examples" / "contracts"
+        for name in ("00-secrets.yaml", "10-agentdeployment.yaml"):
+            kube.kubectl("apply", "-n", other_namespace, "-f", str(examples / name))
+
+        def reconciled() -> Any:
+            obj = get(kube, "agentdeployment", "contracts", "-n", other_namespace)
+            status = obj.get("status") or {}
+            return status.get("observedGeneration") == obj["metadata"]["generation"] and status
+
+        status = _eventually(reconciled, 120, "the AgentDeployment's status is written")
+        assert {c["type"] for c in status["conditions"]} >= {"Ready", "Progressing", "Degraded"}
+        children = get(
+            kube,
+            "deployments",
+            "-n",
+            other_namespace,
+            "-l",
+            "app.kubernetes.io/managed-by=sleuth-operator",
+        )["items"]
+        assert {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in children} == {
+            "model",
+            "agent",
+        }
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    text = log.read_text(errors="replace")
+    refused = [line for line in text.splitlines() if "403" in line or "Forbidden" in line]
+    assert refused == [], "\n".join(refused[:5])
+    kube.helm("uninstall", release, "-n", namespace, "--wait")
