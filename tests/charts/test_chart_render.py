@@ -295,3 +295,18 @@ def test_dashboard_queries_use_metrics_the_code_exports(helm: Path) -> None:
     assert thresholds["Faithfulness"] == 0.8
     assert thresholds["Tool selection accuracy"] == 0.85
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+
+
+def test_install_guide_settings_render(helm: Path) -> None:
+    """Every `--set` in docs/install.md passes the schema and renders."""
+    text = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    settings = re.findall(r"--set '?([A-Za-z][\w.]*=[^' \n]+)'?", text)
+    assert len(settings) >= 6
+    for setting in settings:
+        docs = documents(template(helm, None, setting))
+        assert find(docs, "Deployment"), setting
+    namespaced = documents(template(helm, None, "watchNamespaces={team-a,team-b}"))
+    assert sorted(r["metadata"]["namespace"] for r in find(namespaced, "Role")) == [
+        "team-a",
+        "team-b",
+    ]

