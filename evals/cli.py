@@ -78,7 +78,11 @@ def register(subparsers: Any) -> None:
     )
     rg.add_argument("--judge-url", required=True, help="judge base URL (OpenAI-compatible)")
     rg.add_argument("--judge-model", required=True)
-    rg.add_argument("--embeddings-url", help="embeddings base URL (default: the judge's)")
+    rg.add_argument(
+        "--embeddings-url",
+        help="embeddings base URL (default: the judge's), or 'local' for the local "
+        "all-MiniLM-L6-v2 model",
+    )
     rg.add_argument("--embeddings-model", default="embedding")
     rg.add_argument(
         "--metrics",

@@ -43,6 +43,9 @@ __all__ = ["JudgeBundle", "JudgeConfig", "JudgeError", "build_judge"]
 
 T = TypeVar("T", bound=BaseModel)
 
+LOCAL_EMBEDDINGS = "local"
+"""``embeddings_base_url`` value selecting the local all-MiniLM-L6-v2 model."""
+
 
 @dataclass
 class JudgeConfig:
@@ -177,9 +180,10 @@ class GuardedJudge(InstructorBaseRagasLLM):
 
 
 class GuardedEmbeddings(BaseRagasEmbedding):
-    """ragas' OpenAI embeddings whose failures become :class:`JudgeError`."""
+    """ragas embeddings (OpenAI-compatible, or the local model) whose failures become
+    :class:`JudgeError`."""
 
-    def __init__(self, inner: OpenAIEmbeddings) -> None:
+    def __init__(self, inner: BaseRagasEmbedding) -> None:
         super().__init__()
         self.inner = inner
 
@@ -264,16 +268,22 @@ def build_judge(cfg: JudgeConfig) -> JudgeBundle:
             parse_retries=cfg.parse_retries,
         )
     emb_url = cfg.embeddings_base_url or cfg.base_url
-    if emb_url == cfg.base_url:
-        emb_client, clients, transports = chat, [http_chat], [t_chat]
+    emb: BaseRagasEmbedding
+    if emb_url == LOCAL_EMBEDDINGS:
+        from sleuth.evals.rag.local_embeddings import local_embeddings
+
+        clients, transports = [http_chat], [t_chat]
+        emb = local_embeddings()
+    elif emb_url == cfg.base_url:
+        clients, transports = [http_chat], [t_chat]
+        emb = OpenAIEmbeddings(client=chat, model=cfg.embeddings_model)
     else:
         emb_client, http_emb, t_emb = _openai(emb_url, cfg, meter)
         clients, transports = [http_chat, http_emb], [t_chat, t_emb]
+        emb = OpenAIEmbeddings(client=emb_client, model=cfg.embeddings_model)
     return JudgeBundle(
         llm=GuardedJudge(inner),
-        embeddings=GuardedEmbeddings(
-            OpenAIEmbeddings(client=emb_client, model=cfg.embeddings_model)
-        ),
+        embeddings=GuardedEmbeddings(emb),
         meter=meter,
         config=cfg,
         transports=transports,

@@ -94,13 +94,18 @@ class WorkedExampleJudge:
     unparsable JSON the first time (to test the single retry)."""
 
     def __init__(
-        self, reference: str, answer: str, malformed: dict[str, int] | None = None
+        self,
+        reference: str,
+        answer: str,
+        malformed: dict[str, int] | None = None,
+        questions: list[str] | None = None,
     ) -> None:
         self.reference = reference
         self.answer = answer
         self.malformed = dict(malformed or {})
         self.seen: dict[str, int] = {}
         self._questions = 0
+        self.questions = questions or [q for q, _ in GENERATED_QUESTIONS]
         self._lock = threading.Lock()
 
     def _json(self, kind: str, payload: dict[str, Any]) -> ScriptedResponse:
@@ -144,7 +149,7 @@ class WorkedExampleJudge:
             return self._json("recall", {"classifications": out})
         if keys == {"response"}:
             with self._lock:
-                q = GENERATED_QUESTIONS[self._questions % len(GENERATED_QUESTIONS)][0]
+                q = self.questions[self._questions % len(self.questions)]
                 self._questions += 1
             return self._json("relevancy", {"question": q, "noncommittal": 0})
         return ScriptedResponse(status=500, error_message=f"unrecognised judge prompt: {keys}")

@@ -110,3 +110,27 @@ async def test_timeout_is_a_counted_failure(
     result = await run(judge_server, [worked_example], ["context_recall"], timeout_s=0.3)
     assert [(f.metric, f.reason) for f in result.failures] == [("context_recall", "timeout")]
     assert result.rows[0]["scores"] == {}
+
+
+async def test_answer_relevancy_with_the_local_embedding_model(
+    judge_server: ScriptedServer, worked_judge: WorkedExampleJudge, worked_example: RagSample
+) -> None:
+    """Real all-MiniLM-L6-v2 vectors: the question itself scores 1, other questions less."""
+    from sleuth.agent.tools.vector.minilm import ModelNotInstalled, find_model_dir
+
+    try:
+        find_model_dir()
+    except ModelNotInstalled as exc:
+        pytest.skip(f"local embedding model not installed: {exc}")
+    worked_judge.questions = [worked_example.question]
+    same = await run(
+        judge_server, [worked_example], ["answer_relevancy"], embeddings_base_url="local"
+    )
+    worked_judge.questions = ["Which JSON modules does Redis include?"]
+    other = await run(
+        judge_server, [worked_example], ["answer_relevancy"], embeddings_base_url="local"
+    )
+    assert same.failures == []
+    assert same.rows[0]["scores"]["answer_relevancy"] == pytest.approx(1.0, abs=1e-5)
+    assert 0.0 < other.rows[0]["scores"]["answer_relevancy"] < 0.9
+    assert same.usage["embedding_requests"] == 0  # nothing went over HTTP
