@@ -50,7 +50,7 @@ _AMOUNT = re.compile(
     r"(?<![\w.])(\d+(?:[.,]\d+)*)\s*(k|m|thousand|million)?\s*(?:€|eur|euros?|\$|usd)?(?!\w)",
     re.IGNORECASE,
 )
-_CLAUSE = re.compile(r"[Cc]lause (\d+(?:\.\d+)+)\s*[—:–-]\s*([^.\n]+)")
+_CLAUSE = re.compile(r"[Cc]lause (\d+(?:\.\d+)+)\s*[—:–-]\s*([^.\n]+)\.?[ \t]*([^\n]*?\.(?=\s|$))?")
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -74,6 +74,8 @@ class _ToolInfo:
         for kind, needle in (("vector", "vector"), ("web", "web"), ("sql_template", "sql")):
             if needle in name:
                 return kind
+        if self.properties and "query" not in self.properties:
+            return "sql_template"  # named query templates take typed values, never a query
         # A renamed tool: judge by what its description says it searches first.
         firsts = {
             "vector": text.find("document"),
@@ -230,15 +232,26 @@ def _sql_sentence(tool: str, args: dict[str, Any], content: dict[str, Any]) -> s
     return f"From the SQL database ({tool}: {shown}): {len(rows)} rows{more}."
 
 
-def _doc_sentence(content: dict[str, Any]) -> str:
+def _short(sentence: str, limit: int = 160) -> str:
+    sentence = " ".join(sentence.split())
+    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
+
+
+def _doc_sentence(content: dict[str, Any], question: str) -> str:
     results = content.get("results") or []
     if not results:
         return "The document search found nothing relevant."
     clauses: dict[str, dict[str, Any]] = {}
-    sources = {r.get("document_id") or r.get("source") for r in results}
+    sources = {
+        r.get("document_id") or r.get("source")
+        for r in results
+        if _CLAUSE.search(r.get("text", ""))
+    }
     for r in results:
-        for number, title in _CLAUSE.findall(r.get("text", "")):
-            entry = clauses.setdefault(number, {"title": title.strip(), "docs": {}, "ids": []})
+        for number, title, sentence in _CLAUSE.findall(r.get("text", "")):
+            entry = clauses.setdefault(
+                number, {"title": title.strip(), "text": _short(sentence), "docs": {}, "ids": []}
+            )
             entry["docs"][r.get("document_id") or r.get("source")] = r.get("title") or ""
             if r.get("id") not in entry["ids"]:
                 entry["ids"].append(r.get("id"))
@@ -249,13 +262,18 @@ def _doc_sentence(content: dict[str, Any]) -> str:
     if not special:
         cited = "; ".join(f"{r.get('title') or r.get('source')} [{r.get('id')}]" for r in results)
         return f"Relevant documents: {cited}."
-    ranked = sorted(special.items(), key=lambda kv: (-len(kv[1]["docs"]), kv[0]))
+    # Clauses the question names come first, then the ones that recur most.
+    ranked = sorted(
+        special.items(),
+        key=lambda kv: (-_overlap(kv[1]["title"], question), -len(kv[1]["docs"]), kv[0]),
+    )
     lines = []
     for number, c in ranked[:4]:
         where = ", ".join(sorted(t for t in c["docs"].values() if t)) or f"{len(c['docs'])} docs"
         cites = "".join(f"[{i}]" for i in c["ids"])
         times = "recurs in" if len(c["docs"]) > 1 else "appears in"
-        lines.append(f"clause {number} — {c['title']} ({times} {where}) {cites}")
+        what = f"{c['title']}: {c['text']}" if c["text"] else c["title"]
+        lines.append(f"clause {number} — {what} ({times} {where}) {cites}")
     return "Special conditions in the retrieved contracts: " + "; ".join(lines) + "."
 
 
@@ -290,7 +308,9 @@ def _observations(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, A
     return out
 
 
-def compose(messages: list[dict[str, Any]], tools: list[dict[str, Any]], notes: list[str]) -> str:
+def compose(
+    question: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], notes: list[str]
+) -> str:
     kinds = {t.name: t.kind for t in _tools(tools)}
     sentences: list[str] = []
     for name, args, content in _observations(messages):
@@ -309,7 +329,7 @@ def compose(messages: list[dict[str, Any]], tools: list[dict[str, Any]], notes: 
         if kind in ("sql_template", "sql_free"):
             sentences.append(_sql_sentence(name, args, content))
         elif kind == "vector":
-            sentences.append(_doc_sentence(content))
+            sentences.append(_doc_sentence(content, question))
         elif kind == "web":
             sentences.append(_web_sentence(content))
     sentences.extend(notes)
@@ -346,5 +366,5 @@ class RouterModel:
                 the_plan.thoughts[rounds_done] if rounds_done < len(the_plan.thoughts) else None
             )
             return ModelTurn(content=thought, tool_calls=calls, finish_reason="tool_calls")
-        answer = compose(messages, tools, the_plan.notes)
+        answer = compose(str(question), messages, tools, the_plan.notes)
         return ModelTurn(content=answer, finish_reason="stop", extra={"planner": "router"})

@@ -13,6 +13,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.image:
         os.environ["SLEUTH_IMAGE"] = args.image
     os.environ["SLEUTH_RESYNC_SECONDS"] = str(args.resync_seconds)
+    os.environ["SLEUTH_NAMESPACES"] = ",".join(args.namespace or [])
     if args.metrics_port:
         from sleuth.operator.metrics import serve
 

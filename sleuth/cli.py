@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import sleuth
 
-# name → module providing ``register(subparsers)``; one line per subcommand.
+# name → module providing ``register(subparsers)`` (or ``module:function``); one line each.
 COMMANDS: dict[str, str] = {
     "tool-service": "sleuth.agent.toolservice.cli",
     "ingest": "sleuth.agent.ingest",
@@ -24,6 +24,8 @@ COMMANDS: dict[str, str] = {
     "operator": "sleuth.operator.cli",
     "scripted-model": "sleuth.agent.scripted.cli",
     "eval": "sleuth.evals.cli",
+    "demo": "sleuth.demo.cli:register_demo",
+    "ask": "sleuth.demo.cli:register_ask",
 }
 
 
@@ -37,7 +39,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, module in COMMANDS.items():
         if only is not None and name != only:
             continue
-        importlib.import_module(module).register(sub)
+        path, _, func = module.partition(":")
+        getattr(importlib.import_module(path), func or "register")(sub)
     return parser
 
 

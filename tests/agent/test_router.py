@@ -119,8 +119,11 @@ async def test_router_composes_the_seed_answer_from_observations() -> None:
     assert "num_contracts = 47" in answer
     assert "8.3 M€" in answer
     assert (
-        "clause 8.3 — Late-delivery penalty "
+        "clause 8.3 — Late-delivery penalty: 2% per month on the invoiced amount. "
         "(recurs in Provider A contract, Provider B contract) [a#1][b#1]" in answer
     )
-    assert "clause 7.1 — Price revision (appears in Provider C contract) [c#1]" in answer
+    assert (
+        "clause 7.1 — Price revision: Linked to the euro area CPI, capped at 4%. "
+        "(appears in Provider C contract) [c#1]"
+    ) in answer
     assert answer.index("clause 8.3") < answer.index("clause 7.1")

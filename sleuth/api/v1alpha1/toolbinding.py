@@ -78,6 +78,22 @@ class SqlParameter(SpecModel):
     description: str = Field(
         default="", max_length=1024, description="What the model should put here."
     )
+    allowed_values: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description=(
+            "For a string parameter, the only values accepted (a JSON Schema enum the model "
+            "sees). The deterministic router fills such a parameter from the question."
+        ),
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
+
+    @model_validator(mode="after")
+    def _enum_only_for_strings(self) -> SqlParameter:
+        if self.allowed_values is not None and self.type != "string":
+            raise ValueError("allowedValues is only for parameters of type string")
+        return self
 
 
 class SqlTemplate(SpecModel):
