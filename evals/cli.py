@@ -73,9 +73,13 @@ def register(subparsers: Any) -> None:
     rg.add_argument(
         "--samples",
         type=Path,
-        required=True,
-        help="RAG rows JSONL (question, answer, contexts, reference, ...)",
+        help="RAG rows JSONL (question, answer, contexts, reference, ...); or --agent-url",
     )
+    rg.add_argument(
+        "--agent-url",
+        help="ask this agent (POST /v1/query) every --golden question and score its answers",
+    )
+    rg.add_argument("--record", type=Path, help="with --agent-url: save the agent's results")
     rg.add_argument("--judge-url", required=True, help="judge base URL (OpenAI-compatible)")
     rg.add_argument("--judge-model", required=True)
     rg.add_argument(
@@ -91,8 +95,9 @@ def register(subparsers: Any) -> None:
     rg.add_argument(
         "--golden",
         type=Path,
-        help="golden dataset the rows come from: verified against its frozen manifest, and "
-        "every row must be one of its cases with the same split",
+        help="golden dataset: with --samples, verified against its frozen manifest and every "
+        "row must be one of its cases with the same split; with --agent-url, the questions "
+        "(its manifest is verified unless --split dev)",
     )
     rg.add_argument("--judge-max-tokens", type=int, default=4096)
     rg.add_argument(
@@ -195,6 +200,10 @@ def _print_summary(doc: dict[str, Any]) -> None:
             print(f"  per tool {tool:19s} {shown} ({t['tool_correct']}/{t['cases']})")
     for f in doc["failures"][:20]:
         print(f"  failed: {f}")
+    if len(doc["failures"]) > 20:
+        print(f"  ... {len(doc['failures']) - 20} more failures in the JSON result")
+    if doc.get("skipped"):
+        print(f"  skipped: {len(doc['skipped'])} (adversarial rows answered without retrieval)")
     usage = doc.get("usage") or {}
     print(f"  tokens: {usage.get('total_tokens', 0)}")
     print(
@@ -269,13 +278,43 @@ def _run_ragas(args: argparse.Namespace) -> int:
     from sleuth.evals.report.results import RunLabels, parse_thresholds, ragas_document
 
     guard_split(args.split, args.final_report)
-    rows = load_samples(args.samples, args.split)
-    if not rows:
-        raise EvalError(f"{args.samples}: no rows in split {args.split!r}")
-    if args.golden:
-        from sleuth.evals.golden.manifest import check_rows_against_golden
+    collected_failures: list[Any] = []
+    if args.agent_url:
+        if not args.golden or args.samples:
+            raise EvalError("--agent-url needs --golden (the questions) and no --samples")
+        from sleuth.evals.golden.cases import load_golden
+        from sleuth.evals.golden.manifest import verify
+        from sleuth.evals.rag.collect import collect, write_records
 
-        check_rows_against_golden([(r.id, r.split) for r in rows], args.golden)
+        cases = load_golden(args.golden, args.split)
+        if not cases:
+            raise EvalError(f"{args.golden}: no cases in split {args.split!r}")
+        if args.split != "dev":
+            verify(load_golden(args.golden), args.golden)
+        collected = asyncio.run(
+            collect(
+                cases,
+                args.agent_url,
+                concurrency=args.concurrency,
+                timeout_s=args.timeout,
+                progress=not args.no_progress,
+            )
+        )
+        if args.record:
+            write_records(collected.records, args.record)
+        rows, collected_failures = collected.rows, collected.failures
+        source: Path = args.golden
+    else:
+        if not args.samples:
+            raise EvalError("give --samples rows, or --golden with --agent-url")
+        rows = load_samples(args.samples, args.split)
+        if not rows:
+            raise EvalError(f"{args.samples}: no rows in split {args.split!r}")
+        if args.golden:
+            from sleuth.evals.golden.manifest import check_rows_against_golden
+
+            check_rows_against_golden([(r.id, r.split) for r in rows], args.golden)
+        source = args.samples
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     thresholds = parse_thresholds(args.threshold)
     cfg = JudgeConfig(
@@ -300,7 +339,8 @@ def _run_ragas(args: argparse.Namespace) -> int:
             await bundle.aclose()
 
     run = asyncio.run(go())
-    labels = RunLabels(args.agent, args.dataset or args.samples.stem, args.split)
+    run.failures = sorted([*collected_failures, *run.failures], key=lambda f: (f.row_id, f.metric))
+    labels = RunLabels(args.agent, args.dataset or source.stem, args.split)
     return _emit(ragas_document(run, labels, thresholds, args.max_failed_rows), args)
 
 

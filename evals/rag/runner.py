@@ -5,6 +5,10 @@ keeps exactly ``concurrency`` judge calls in flight. A task that fails (timeout,
 unparsable after one retry, no verdicts) becomes a :class:`Failure` naming the row, the metric
 and the reason; its row is left out of that metric's mean, never averaged in as 0, and the
 summary says how many rows each mean stands on.
+
+A row without contexts (the agent retrieved nothing) cannot be scored by the metrics that judge
+contexts: on an adversarial row that may be the right behaviour, so it is *skipped* (listed, not
+a failure); on any other row it is a failure (``no_contexts``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from sleuth.evals.rag.metrics import (
     CONTEXT_PRECISION,
     CONTEXT_PRECISION_SIMPLE,
     METRIC_FUNCTIONS,
+    NEEDS_CONTEXTS,
     NEEDS_REFERENCE,
     Judges,
     MetricValues,
@@ -48,6 +53,7 @@ class RagRun:
     judge: dict[str, Any]
     duration_s: float
     value_names: list[str] = field(default_factory=list)
+    skipped: list[Failure] = field(default_factory=list)
 
 
 def value_names(metrics: Sequence[str]) -> list[str]:
@@ -77,9 +83,29 @@ async def run_metrics(
         for s in samples
     ]
     failures: list[Failure] = []
+    skipped: list[Failure] = []
     bar = Progress(len(samples) * len(metrics), "ragas", enabled=progress)
 
     async def one(idx: int, sample: RagSample, metric: str) -> None:
+        if metric in NEEDS_CONTEXTS and not sample.contexts:
+            if sample.stratum == "adversarial":
+                skipped.append(
+                    Failure(
+                        sample.id,
+                        metric,
+                        "no_contexts",
+                        "adversarial row answered without retrieval",
+                    )
+                )
+                bar.advance()
+            else:
+                failures.append(
+                    Failure(
+                        sample.id, metric, "no_contexts", "the agent retrieved nothing for this row"
+                    )
+                )
+                bar.advance(failed=True)
+            return
         if metric in NEEDS_REFERENCE and not sample.reference:
             failures.append(
                 Failure(sample.id, metric, "no_reference", "this metric needs a reference answer")
@@ -113,4 +139,5 @@ async def run_metrics(
         judge=describe(bundle.config),
         duration_s=duration,
         value_names=value_names(metrics),
+        skipped=sorted(skipped, key=lambda f: (f.row_id, f.metric)),
     )

@@ -30,7 +30,10 @@ class RagSample(BaseModel):
     id: str = Field(min_length=1)
     question: str = Field(min_length=1)
     answer: str = Field(min_length=1)
-    contexts: list[str] = Field(min_length=1)
+    contexts: list[str] = Field(
+        default_factory=list,
+        description="Retrieved texts; empty when the agent answered without retrieving.",
+    )
     context_ids: list[str] = Field(default_factory=list)
     reference: str | None = None
     reference_context_ids: list[str] = Field(default_factory=list)

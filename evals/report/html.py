@@ -135,6 +135,14 @@ def _section(doc: Mapping[str, Any]) -> str:
             out.append(
                 bars_svg([(n, v, doc["metrics"][n]["threshold"], None) for n, v in values.items()])
             )
+        if doc.get("skipped"):
+            out.append(f"<h3>Skipped ({len(doc['skipped'])})</h3>")
+            out.append(
+                _table(
+                    ["row", "metric", "reason", "detail"],
+                    [(f["row_id"], f["metric"], f["reason"], f["detail"]) for f in doc["skipped"]],
+                )
+            )
         if doc["failures"]:
             out.append(f"<h3>Failed rows ({len(doc['failures'])})</h3>")
             out.append(

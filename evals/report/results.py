@@ -171,6 +171,7 @@ def ragas_document(
         "per_stratum": per_stratum,
         "gate": _gate(metrics, failed_rows, max_failures),
         "failures": [f.to_json() for f in run.failures],
+        "skipped": [f.to_json() for f in run.skipped],
         "rows": run.rows,
         "usage": run.usage,
         "judge": run.judge,
