@@ -1,13 +1,18 @@
 """kopf handlers, kept thin: each one wakes the level-based reconcile of what it concerns.
 
 Watch events (ADDED/MODIFIED, and the initial listing when the operator starts: create, update
-and resume alike) and a per-object timer run the same reconcile. Events of managed children
-(Deployments, Services, ConfigMaps, NetworkPolicies) wake their owner, so a deleted or edited
-child is put back at once and readiness is reported as soon as pods become ready.
+and resume alike) and a periodic resync of every object run the same reconcile. Events of managed
+children (Deployments, Services, ConfigMaps, NetworkPolicies) wake their owner, so a deleted or
+edited child is put back at once and readiness is reported as soon as pods become ready.
+
+The resync is one operator-wide loop, not kopf timers: kopf guards objects that have timers with
+a finalizer, which would leave AgentDeployments undeletable whenever the operator is not running.
+Without timers, kopf adds no finalizer (and removes one an older version added).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -17,7 +22,7 @@ from typing import Any
 import kopf
 
 from sleuth.operator.errors import PermanentError, RetryableError
-from sleuth.operator.kube import Kube, new_api_client
+from sleuth.operator.kube import AGENT_DEPLOYMENT, TOOL_BINDING, Kube, new_api_client
 from sleuth.operator.reconcile_agent import reconcile_agent
 from sleuth.operator.reconcile_common import Context
 from sleuth.operator.reconcile_tool import reconcile_tool
@@ -27,6 +32,7 @@ log = logging.getLogger("sleuth.operator")
 
 GROUP, VERSION = "sleuth.dev", "v1alpha1"
 RESYNC_SECONDS = float(os.environ.get("SLEUTH_RESYNC_SECONDS", "30"))
+NAMESPACES = [n for n in os.environ.get("SLEUTH_NAMESPACES", "").split(",") if n]
 MANAGED = {"app.kubernetes.io/managed-by": MANAGED_BY}
 CHILD_RESOURCES = [
     ("apps", "v1", "deployments"),
@@ -40,6 +46,7 @@ Reconcile = Callable[[Context, str, str], Any]
 _context: list[Context] = []
 _locks: dict[tuple[str, str, str], threading.Lock] = {}
 _locks_guard = threading.Lock()
+_tasks: list[asyncio.Task[None]] = []
 
 
 def _ctx() -> Context:
@@ -61,16 +68,50 @@ def _run(fn: Reconcile, kind: str, namespace: str, name: str) -> None:
         except RetryableError as err:
             raise kopf.TemporaryError(f"{kind} {namespace}/{name}: {err}", delay=5) from err
         except PermanentError as err:
-            # Not retried on events; the timer tries again, quietly, at its interval.
+            # Not retried on events; the resync tries again, quietly, at its interval.
             log.error("%s %s/%s: %s", kind, namespace, name, err)
 
 
 @kopf.on.startup()
-def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.posting.level = logging.WARNING  # our Events are the transitions, not kopf's logs
     settings.watching.server_timeout = 120
     settings.watching.client_timeout = 150
     _ctx()
+    _tasks.append(asyncio.get_running_loop().create_task(_resync_forever()))
+
+
+@kopf.on.cleanup()
+async def stop_resync(**_: Any) -> None:
+    for task in _tasks:
+        task.cancel()
+
+
+async def _resync_forever() -> None:
+    while True:
+        await asyncio.sleep(RESYNC_SECONDS)
+        try:
+            await asyncio.to_thread(resync_once)
+        except Exception:  # the loop must outlive any one failure
+            log.exception("resync failed; trying again in %s s", RESYNC_SECONDS)
+
+
+def resync_once() -> None:
+    """Reconcile every AgentDeployment and ToolBinding in the watched namespaces once."""
+    kube = _ctx().kube
+    done = failed = 0
+    scopes: list[str | None] = list(NAMESPACES) or [None]
+    for namespace in scopes:
+        for resource, fn in ((AGENT_DEPLOYMENT, reconcile_agent), (TOOL_BINDING, reconcile_tool)):
+            for obj in kube.list(resource, namespace):
+                meta = obj["metadata"]
+                try:
+                    _run(fn, resource.kind, meta["namespace"], meta["name"])
+                    done += 1
+                except kopf.TemporaryError as err:
+                    failed += 1
+                    log.warning("resync: %s", err)
+    log.info("resync: %d objects reconciled, %d to retry", done, failed)
 
 
 @kopf.on.event(GROUP, VERSION, "agentdeployments")
@@ -83,12 +124,6 @@ def agent_event(type: str, namespace: str | None, name: str, **_: Any) -> None:
     _run(reconcile_agent, "AgentDeployment", namespace, name)
 
 
-@kopf.timer(GROUP, VERSION, "agentdeployments", interval=RESYNC_SECONDS, idle=0)
-def agent_timer(namespace: str | None, name: str, **_: Any) -> None:
-    assert namespace is not None, "sleuth kinds are namespaced"
-    _run(reconcile_agent, "AgentDeployment", namespace, name)
-
-
 @kopf.on.event(GROUP, VERSION, "toolbindings")
 def binding_event(type: str, namespace: str | None, name: str, body: kopf.Body, **_: Any) -> None:
     assert namespace is not None, "sleuth kinds are namespaced"
@@ -97,12 +132,6 @@ def binding_event(type: str, namespace: str | None, name: str, body: kopf.Body, 
     agent = (body.get("spec") or {}).get("agentRef", {}).get("name")
     if agent:
         _run(reconcile_agent, "AgentDeployment", namespace, agent)
-
-
-@kopf.timer(GROUP, VERSION, "toolbindings", interval=RESYNC_SECONDS, idle=0)
-def binding_timer(namespace: str | None, name: str, **_: Any) -> None:
-    assert namespace is not None, "sleuth kinds are namespaced"
-    _run(reconcile_tool, "ToolBinding", namespace, name)
 
 
 def child_event(namespace: str | None, body: kopf.Body, **_: Any) -> None:
@@ -126,8 +155,6 @@ for _group, _version, _plural in CHILD_RESOURCES:
 
 
 def _bindings_of(namespace: str, agent: str) -> list[str]:
-    from sleuth.operator.kube import TOOL_BINDING
-
     return [
         b["metadata"]["name"]
         for b in _ctx().kube.list(TOOL_BINDING, namespace)
@@ -135,4 +162,4 @@ def _bindings_of(namespace: str, agent: str) -> list[str]:
     ]
 
 
-__all__ = ["agent_event", "agent_timer", "binding_event", "binding_timer", "child_event"]
+__all__ = ["agent_event", "binding_event", "child_event", "resync_once"]

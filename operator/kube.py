@@ -45,9 +45,11 @@ class Resource:
     kind: str
     plural: str
 
-    def path(self, namespace: str, name: str | None = None, sub: str | None = None) -> str:
+    def path(self, namespace: str | None, name: str | None = None, sub: str | None = None) -> str:
+        """The REST path; ``namespace`` None lists across all namespaces."""
         base = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
-        path = f"{base}/namespaces/{quote(namespace)}/{self.plural}"
+        scope = "" if namespace is None else f"/namespaces/{quote(namespace)}"
+        path = f"{base}{scope}/{self.plural}"
         if name is not None:
             path += f"/{quote(name)}"
         if sub is not None:
@@ -145,9 +147,9 @@ class Kube:
         return self._request("GET", resource.path(namespace, name))
 
     def list(
-        self, resource: Resource, namespace: str, label_selector: str | None = None
+        self, resource: Resource, namespace: str | None, label_selector: str | None = None
     ) -> list[dict[str, Any]]:
-        """Objects of a namespace, optionally filtered by a label selector."""
+        """Objects of a namespace (None: of all), optionally filtered by a label selector."""
         query = [("labelSelector", label_selector)] if label_selector else []
         found = self._request("GET", resource.path(namespace), query=query)
         items: list[dict[str, Any]] = (found or {}).get("items", [])

@@ -1,7 +1,7 @@
 """Reconcile one AgentDeployment: observe, render, apply, prune, compute status. Level-based.
 
-The same function runs for every event and on a timer; it reads everything it needs from the
-API server and never trusts what woke it. Applying unchanged objects changes nothing.
+The same function runs for every event and on the periodic resync; it reads everything it needs
+from the API server and never trusts what woke it. Applying unchanged objects changes nothing.
 """
 
 from __future__ import annotations

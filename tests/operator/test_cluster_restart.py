@@ -85,3 +85,6 @@ def test_killed_mid_reconcile_then_restarted_converges(
         assert len(set(live)) == 5
     finally:
         restarted.stop()
+    # No finalizer is left behind: with the operator gone, deletion still completes.
+    kube.kubectl("delete", "-n", namespace, "-f", str(EXAMPLES), "--timeout=60s")
+    assert kube.kubectl("get", "sleuth", "-n", namespace, "-o", "name").stdout.strip() == ""
