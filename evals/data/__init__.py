@@ -1,0 +1,1 @@
+"""Datasets shipped with sleuth: the TSA cases and the seed's RAGAS worked example (JSONL)."""
