@@ -59,6 +59,19 @@ def _agent_config(kube: Any, ns: str) -> dict[str, Any]:
     return loaded
 
 
+def _settled(kube: Any, ns: str) -> bool:
+    status = _json(kube, "get", "agentdeployment", "contracts", "-n", ns).get("status", {})
+    conds = {c["type"]: (c["status"], c["reason"]) for c in status.get("conditions", [])}
+    tools = status.get("tools", [])
+    return (
+        conds.get("Ready") == ("True", "Ready")
+        and conds.get("Progressing") == ("False", "Complete")
+        and conds.get("Degraded") == ("False", "AsExpected")
+        and len(tools) == 3
+        and all(t["ready"] for t in tools)
+    )
+
+
 def test_example_converges_to_ready_with_every_child(
     kube: Any, namespace: str, operator: OperatorProcess
 ) -> None:
@@ -97,6 +110,18 @@ def test_example_converges_to_ready_with_every_child(
     for pod in pods["items"]:
         node = _json(kube, "get", "node", pod["spec"]["nodeName"])
         assert node["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+
+    # Only the agent's pods are admitted to the tool services; only the SQL tool sees its DSN.
+    policy = children["NetworkPolicy/contracts-sql-tool"]["spec"]
+    admitted = policy["ingress"][0]["from"][0]["podSelector"]["matchLabels"]
+    selector = ",".join(f"{k}={v}" for k, v in admitted.items())
+    admitted_pods = _json(kube, "get", "pods", "-n", namespace, "-l", selector)["items"]
+    assert len(admitted_pods) == 2
+    assert all(p["metadata"]["name"].startswith("contracts-agent-") for p in admitted_pods)
+    for key, obj in children.items():
+        if key.startswith("Deployment/"):
+            uses_dsn = "contracts-postgres" in json.dumps(obj["spec"])
+            assert uses_dsn == (key == "Deployment/contracts-sql-tool"), key
 
     config = _agent_config(kube, namespace)
     assert [t["name"] for t in config["tools"]] == ["sql_query", "vector_search", "web_search"]
@@ -138,6 +163,7 @@ def test_reapply_and_second_reconcile_change_nothing(
     _ready(kube, namespace)
     eventually(lambda: len(_children(kube, namespace)) == 17, what="all 17 children")
     # Let the rollouts settle (the Deployment controller writes status as pods become ready).
+    eventually(lambda: _settled(kube, namespace), what="every rollout complete, every tool ready")
     before = eventually(
         lambda: (v := _versions(kube, namespace)) == _versions(kube, namespace) and v,
         what="stable resourceVersions",
