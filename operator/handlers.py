@@ -47,6 +47,7 @@ _context: list[Context] = []
 _locks: dict[tuple[str, str, str], threading.Lock] = {}
 _locks_guard = threading.Lock()
 _tasks: list[asyncio.Task[None]] = []
+_bound_to: dict[tuple[str, str], str] = {}  # ToolBinding → the agent it named when last seen
 
 
 def _ctx() -> Context:
@@ -130,6 +131,11 @@ def binding_event(type: str, namespace: str | None, name: str, body: kopf.Body, 
     if type != "DELETED":
         _run(reconcile_tool, "ToolBinding", namespace, name)
     agent = (body.get("spec") or {}).get("agentRef", {}).get("name")
+    previous = _bound_to.pop((namespace, name), None)
+    if type != "DELETED" and agent:
+        _bound_to[(namespace, name)] = agent
+    if previous and previous != agent:  # re-pointed: the old agent drops the tool now
+        _run(reconcile_agent, "AgentDeployment", namespace, previous)
     if agent:
         _run(reconcile_agent, "AgentDeployment", namespace, agent)
 

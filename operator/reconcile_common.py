@@ -43,7 +43,7 @@ def parse_spec(model: type[M], obj: dict[str, Any]) -> M:
         return model.model_validate(obj.get("spec") or {})
     except ValidationError as err:
         first = err.errors()[0]
-        path = ".".join(["spec", *(str(p) for p in first["loc"])])
+        path = "spec" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
         message = str(first["msg"]).removeprefix("Value error, ")
         named = _FIELD.match(message)
         if named:  # the model's own rules name the field first

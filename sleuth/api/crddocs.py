@@ -44,8 +44,11 @@ def _rows(node: dict[str, Any], path: str, required: bool) -> list[str]:
 
 
 def _rules(node: dict[str, Any], path: str) -> list[str]:
-    found = [f"- {r['message']}" for r in node.get("x-kubernetes-validations", [])]
     target = node.get("items", node) if node.get("type") == "array" else node
+    rules = node.get("x-kubernetes-validations", [])
+    if target is not node:
+        rules = rules + target.get("x-kubernetes-validations", [])
+    found = [f"- {r['message']}" for r in rules]
     for name, sub in target.get("properties", {}).items():
         found += _rules(sub, f"{path}.{name}")
     return found

@@ -123,6 +123,22 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("bad-tool-name", _with(SQL, "spec.name", "sql query!"), "spec.name"),
     ("no-agent-ref", _with(SQL, "spec.agentRef", None), "spec.agentRef"),
     ("zero-timeout", _with(SQL, "spec.timeoutSeconds", 0), "spec.timeoutSeconds"),
+    (
+        "enum-on-an-integer-parameter",
+        _with(
+            SQL,
+            "spec.sqlQuery.templates",
+            [
+                {
+                    "name": "by_year",
+                    "description": "Contracts of a year. NOT for clauses.",
+                    "sql": "SELECT COUNT(*) FROM contracts WHERE year = $1",
+                    "parameters": [{"name": "year", "type": "integer", "allowedValues": ["2025"]}],
+                }
+            ],
+        ),
+        "spec.sqlQuery.templates[0].parameters[0].allowedValues",
+    ),
 ]
 
 

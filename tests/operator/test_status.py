@@ -77,6 +77,24 @@ def test_invalid_spec_names_the_field() -> None:
     with pytest.raises(InvalidSpec) as err:
         parse_spec(ToolBindingSpec, {"spec": {"agentRef": {"name": "a"}, "type": "web_search"}})
     assert err.value.field == "spec.webSearch"
+    template = {
+        "name": "t",
+        "description": "d",
+        "sql": "SELECT 1",
+        "parameters": [{"name": "y", "type": "integer", "allowedValues": ["1"]}],
+    }
+    sql = {
+        "connectionSecretRef": {"name": "db", "key": "uri"},
+        "allowedTables": ["t"],
+        "templates": [template],
+    }
+    with pytest.raises(InvalidSpec) as err:
+        parse_spec(
+            ToolBindingSpec,
+            {"spec": {"agentRef": {"name": "a"}, "type": "sql_query", "sqlQuery": sql}},
+        )
+    assert err.value.field == "spec.sqlQuery.templates[0].parameters[0]"
+    assert "allowedValues is only for parameters of type string" in str(err.value)
 
 
 def _tb(name: str, created: str, tool: str, agent: str = "a") -> dict[str, object]:

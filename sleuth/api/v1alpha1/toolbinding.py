@@ -69,6 +69,18 @@ class VectorSearchSpec(SpecModel):
 class SqlParameter(SpecModel):
     """One typed parameter of a named query template ($1 is the first)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.allowedValues) || self.type == 'string'",
+                    "message": "allowedValues is only for parameters of type string",
+                    "fieldPath": ".allowedValues",
+                }
+            ]
+        }
+    )
+
     name: str = Field(
         min_length=1, max_length=64, pattern=r"^[a-z_][a-z0-9_]*$", description="Parameter name."
     )
