@@ -8,46 +8,22 @@ applied here (``effective_*`` helpers) and stated in each description.
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
 from sleuth.api.v1alpha1.common import Condition, Resources, SecretKeyRef, SpecModel
+from sleuth.api.v1alpha1.parsers import (
+    FAMILY_PARSERS,
+    SINGLE_CALL_PARSERS,
+    ToolCallParser,
+    derive_tool_call_parser,
+    family_rule,
+)
 
 DEFAULT_VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.11.0"
 DEFAULT_GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
 DEFAULT_MAX_MODEL_LEN = 16384
-
-ToolCallParser = Literal[
-    "llama3_json",
-    "llama4_pythonic",
-    "llama4_json",
-    "hermes",
-    "mistral",
-    "pythonic",
-    "granite",
-    "internlm",
-    "jamba",
-    "xlam",
-    "qwen3_coder",
-    "deepseek_v3",
-    "kimi_k2",
-    "openai",
-    "phi4_mini_json",
-]
-
-# Model family (case-insensitive RE2/Python regex on the model name) → vLLM tool-call parser.
-# The CRD's CEL rule is built from the same table, so the apiserver and the operator agree.
-FAMILY_PARSERS: tuple[tuple[str, ToolCallParser], ...] = (
-    (r"llama-?4", "llama4_pythonic"),
-    (r"llama-?3", "llama3_json"),
-    (r"qwen-?2\.5|qwen-?3", "hermes"),
-    (r"mistral", "mistral"),
-)
-
-# Parsers known to emit one tool call per turn: parallel tool calls default to off with them.
-SINGLE_CALL_PARSERS: frozenset[str] = frozenset({"llama3_json"})
 
 # Fields that only make sense when the operator serves the model.
 SERVING_FIELDS: tuple[str, ...] = (
@@ -63,19 +39,6 @@ SERVING_FIELDS: tuple[str, ...] = (
     "replicas",
     "resources",
 )
-
-
-def derive_tool_call_parser(model_name: str) -> ToolCallParser | None:
-    """The vLLM tool-call parser for ``model_name``'s family, or None when the family is unknown."""
-    for pattern, parser in FAMILY_PARSERS:
-        if re.search(pattern, model_name, flags=re.IGNORECASE):
-            return parser
-    return None
-
-
-def _family_rule() -> str:
-    families = "|".join(pattern for pattern, _ in FAMILY_PARSERS).replace("\\", "\\\\")
-    return f"!has(self.name) || has(self.toolCallParser) || self.name.matches('(?i)({families})')"
 
 
 class GpuSpec(SpecModel):
@@ -163,7 +126,7 @@ class ModelSpec(SpecModel):
                     "spec.model.tensorParallelSize",
                 },
                 {
-                    "rule": _family_rule(),
+                    "rule": family_rule(),
                     "message": "spec.model.toolCallParser is required: the family of "
                     "spec.model.name is not one sleuth knows (Llama 3.x, Llama 4, Qwen2.5/Qwen3, "
                     "Mistral)",
@@ -403,6 +366,7 @@ __all__ = [
     "DEFAULT_MAX_MODEL_LEN",
     "DEFAULT_VLLM_IMAGE",
     "FAMILY_PARSERS",
+    "SINGLE_CALL_PARSERS",
     "AgentDeploymentSpec",
     "AgentDeploymentStatus",
     "AgentSpec",
