@@ -23,6 +23,10 @@ def _run(args: argparse.Namespace) -> int:
     import sleuth.operator.handlers  # noqa: F401  (registers the handlers)
 
     kopf.configure(verbose=args.verbose)
+    if args.leader_election_lease:
+        from sleuth.operator.leader import lead
+
+        lead(args.leader_election_lease, args.leader_election_namespace, args.liveness)
     namespaces = args.namespace or []
     if namespaces:
         from sleuth.operator.scope import restrict_to_namespaces
@@ -61,6 +65,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--metrics-port", type=int, default=0, help="serve Prometheus /metrics on this port"
+    )
+    parser.add_argument(
+        "--leader-election-lease",
+        help="run only while holding this Lease (several replicas: one leads, others wait)",
+    )
+    parser.add_argument(
+        "--leader-election-namespace", help="namespace of the Lease (default: $POD_NAMESPACE)"
     )
     parser.add_argument("--verbose", action="store_true", help="log every reconcile")
     parser.set_defaults(func=_run)
