@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
+from ragas.embeddings.base import BaseRagasEmbedding
 from ragas.llms.base import InstructorBaseRagasLLM
 
 from sleuth.evals.rag.errors import JudgeError
@@ -127,3 +128,45 @@ class DirectJudge(InstructorBaseRagasLLM):
                 {"role": "user", "content": REASK_PROMPT.format(error=error)},
             ]
         raise JudgeError("unparsable", f"after {1 + self.parse_retries} attempts: {error}")
+
+
+class DirectEmbeddings(BaseRagasEmbedding):
+    """ragas embeddings from an OpenAI-compatible ``/embeddings`` endpoint over httpx."""
+
+    def __init__(
+        self, http: httpx.AsyncClient, base_url: str, model: str, *, api_key: str = "sk-local"
+    ) -> None:
+        super().__init__()
+        self.http = http
+        self.url = base_url.rstrip("/") + "/embeddings"
+        self.model = model
+        self.headers = {"Authorization": f"Bearer {api_key}"}
+
+    def embed_text(self, text: str, **kwargs: Any) -> list[float]:
+        raise TypeError("DirectEmbeddings is async only")
+
+    async def aembed_text(self, text: str, **kwargs: Any) -> list[float]:
+        return (await self.aembed_texts([text]))[0]
+
+    async def aembed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
+        body = {"model": self.model, "input": list(texts), "encoding_format": "float"}
+        try:
+            resp = await self.http.post(self.url, json=body, headers=self.headers)
+        except httpx.TimeoutException as exc:
+            raise JudgeError(
+                "timeout", f"embeddings: no answer within the timeout ({exc!r})"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise JudgeError("connection", f"embeddings: {exc or repr(exc)}") from exc
+        if resp.status_code >= 400:
+            raise JudgeError(f"http_{resp.status_code}", "embeddings: " + resp.text[:300])
+        try:
+            data = sorted(resp.json()["data"], key=lambda d: int(d.get("index", 0)))
+            vectors = [[float(x) for x in d["embedding"]] for d in data]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise JudgeError("bad_response", f"embeddings: {resp.text[:200]}") from exc
+        if len(vectors) != len(texts):
+            raise JudgeError(
+                "bad_response", f"embeddings: {len(vectors)} vectors for {len(texts)} texts"
+            )
+        return vectors

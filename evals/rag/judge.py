@@ -4,7 +4,8 @@ ragas' collections metrics call ``llm.agenerate(prompt, ResponseModel)`` (JSON m
 ``response_format: json_object``, the schema in the system prompt) and
 ``embeddings.aembed_text(s)``. The judge client is :class:`~sleuth.evals.rag.direct.DirectJudge`
 by default, or ragas' own ``llm_factory`` (Instructor over the OpenAI SDK) with
-``client="instructor"``; embeddings are ragas' OpenAI embeddings. Around them we add what an SRE
+``client="instructor"``; embeddings come from :class:`~sleuth.evals.rag.direct.DirectEmbeddings`
+(an OpenAI-compatible ``/embeddings`` endpoint) or the local model. Around them we add what an SRE
 needs to trust a run:
 
 - our concurrency limit towards the judge (:class:`LimitedTransport`, one per endpoint,
@@ -24,19 +25,18 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import httpx
 
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")  # ragas' usage telemetry posts to the internet
 
-from openai import APIConnectionError, APIStatusError, APITimeoutError, AsyncOpenAI
+from openai import APIConnectionError, APIStatusError, APITimeoutError
 from pydantic import BaseModel
 from ragas.embeddings.base import BaseRagasEmbedding
-from ragas.embeddings.openai_provider import OpenAIEmbeddings
 from ragas.llms.base import InstructorBaseRagasLLM, llm_factory
 
-from sleuth.evals.rag.direct import DirectJudge
+from sleuth.evals.rag.direct import DirectEmbeddings, DirectJudge
 from sleuth.evals.rag.errors import JudgeError
 
 __all__ = ["JudgeBundle", "JudgeConfig", "JudgeError", "build_judge"]
@@ -221,23 +221,37 @@ class JudgeBundle:
             await client.aclose()
 
 
-def _openai(
-    base_url: str, cfg: JudgeConfig, meter: UsageMeter
-) -> tuple[AsyncOpenAI, httpx.AsyncClient, LimitedTransport]:
+def _http(cfg: JudgeConfig, meter: UsageMeter) -> tuple[httpx.AsyncClient, LimitedTransport]:
+    """One HTTP client per endpoint, behind its own concurrency limit, metering usage."""
     transport = LimitedTransport(cfg.concurrency)
     http = httpx.AsyncClient(
         timeout=cfg.timeout_s,
         transport=transport,
         event_hooks={"response": [meter.on_response]},
     )
+    return http, transport
+
+
+def _instructor_llm(cfg: JudgeConfig, http: httpx.AsyncClient) -> InstructorBaseRagasLLM:
+    """ragas' own route: ``llm_factory`` with an AsyncOpenAI client over our HTTP client."""
+    from openai import AsyncOpenAI
+
     client = AsyncOpenAI(
-        base_url=base_url,
+        base_url=cfg.base_url,
         api_key=cfg.api_key,
         max_retries=0,
         timeout=cfg.timeout_s,
-        http_client=http,
+        # openai >= 3 types this as an httpx2 client; the httpx client works at run time
+        # (tests/evals/test_ragas_worked_example.py runs the worked example through it).
+        http_client=cast(Any, http),
     )
-    return client, http, transport
+    return llm_factory(
+        cfg.model,
+        client=client,
+        max_tokens=cfg.max_tokens,
+        temperature=cfg.temperature,
+        max_retries=1 + cfg.parse_retries,
+    )
 
 
 def build_judge(cfg: JudgeConfig) -> JudgeBundle:
@@ -247,16 +261,10 @@ def build_judge(cfg: JudgeConfig) -> JudgeBundle:
     limit too.
     """
     meter = UsageMeter()
-    chat, http_chat, t_chat = _openai(cfg.base_url, cfg, meter)
+    http_chat, t_chat = _http(cfg, meter)
     inner: InstructorBaseRagasLLM
-    if cfg.client == "instructor":  # ragas' own route: Instructor over the OpenAI SDK
-        inner = llm_factory(
-            cfg.model,
-            client=chat,
-            max_tokens=cfg.max_tokens,
-            temperature=cfg.temperature,
-            max_retries=1 + cfg.parse_retries,
-        )
+    if cfg.client == "instructor":
+        inner = _instructor_llm(cfg, http_chat)
     else:
         inner = DirectJudge(
             http_chat,
@@ -276,11 +284,11 @@ def build_judge(cfg: JudgeConfig) -> JudgeBundle:
         emb = local_embeddings()
     elif emb_url == cfg.base_url:
         clients, transports = [http_chat], [t_chat]
-        emb = OpenAIEmbeddings(client=chat, model=cfg.embeddings_model)
+        emb = DirectEmbeddings(http_chat, emb_url, cfg.embeddings_model, api_key=cfg.api_key)
     else:
-        emb_client, http_emb, t_emb = _openai(emb_url, cfg, meter)
+        http_emb, t_emb = _http(cfg, meter)
         clients, transports = [http_chat, http_emb], [t_chat, t_emb]
-        emb = OpenAIEmbeddings(client=emb_client, model=cfg.embeddings_model)
+        emb = DirectEmbeddings(http_emb, emb_url, cfg.embeddings_model, api_key=cfg.api_key)
     return JudgeBundle(
         llm=GuardedJudge(inner),
         embeddings=GuardedEmbeddings(emb),

@@ -7,6 +7,7 @@ report are rendered from it, so every number in them can be traced to this file.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,26 @@ class RunLabels:
     agent: str
     dataset: str
     split: str
+    dataset_sha256: str = ""
+    shard: str = ""
+
+
+def file_sha256(path: Path | str) -> str:
+    """Checksum of the dataset file a run read, recorded in its result."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _head(kind: str, labels: RunLabels) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA_VERSION,
+        "kind": kind,
+        "created": _now(),
+        "agent": labels.agent,
+        "dataset": labels.dataset,
+        "split": labels.split,
+        "dataset_sha256": labels.dataset_sha256,
+        "shard": labels.shard,
+    }
 
 
 def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
@@ -112,12 +133,7 @@ def tsa_document(
     for extra in ("argument_accuracy", "irrelevance_accuracy", "full_accuracy", "tsa_tool_turns"):
         metrics[extra] = _metric_entry(extra, getattr(summary, extra), summary.cases, 0, thresholds)
     return {
-        "schema": SCHEMA_VERSION,
-        "kind": "tsa",
-        "created": _now(),
-        "agent": labels.agent,
-        "dataset": labels.dataset,
-        "split": labels.split,
+        **_head("tsa", labels),
         "metrics": metrics,
         "summary": summary.to_json(),
         "gate": _gate(
@@ -161,12 +177,7 @@ def ragas_document(
             per_stratum.setdefault(s, {})[name] = _mean(sv)
     failed_rows = len({f.row_id for f in run.failures})
     return {
-        "schema": SCHEMA_VERSION,
-        "kind": "ragas",
-        "created": _now(),
-        "agent": labels.agent,
-        "dataset": labels.dataset,
-        "split": labels.split,
+        **_head("ragas", labels),
         "metrics": metrics,
         "per_stratum": per_stratum,
         "gate": _gate(metrics, failed_rows, max_failures),

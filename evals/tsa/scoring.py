@@ -61,6 +61,22 @@ class CaseResult:
     calls: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
 
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> CaseResult:
+        """The inverse of :meth:`to_json` (merging shard results)."""
+        return cls(
+            case_id=d["id"],
+            split=d["split"],
+            expected_label=d["expected"],
+            predicted_label=d["predicted"],
+            tool_correct=d["tool_correct"],
+            args_correct=d["args_correct"],
+            passed=d["passed"],
+            reasons=list(d["reasons"]),
+            calls=list(d["calls"]),
+            error=d["error"],
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.case_id,
