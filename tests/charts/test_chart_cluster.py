@@ -72,11 +72,10 @@ def can(kube: Any, sa: str, verb: str, resource: str, *where: str) -> bool:
     return answer == "yes"
 
 
-def operator_pod(kube: Any, namespace: str, release: str) -> dict[str, Any]:
-    pods = get(kube, "pods", "-n", namespace, "-l", f"app.kubernetes.io/instance={release}")
-    running = [p for p in pods["items"] if not p["metadata"].get("deletionTimestamp")]
-    assert len(running) == 1, [p["metadata"]["name"] for p in pods["items"]]
-    return dict(running[0])
+def operator_pods(kube: Any, namespace: str, release: str) -> list[dict[str, Any]]:
+    selector = f"app.kubernetes.io/instance={release},app.kubernetes.io/component=operator"
+    pods = get(kube, "pods", "-n", namespace, "-l", selector)
+    return [p for p in pods["items"] if not p["metadata"].get("deletionTimestamp")]
 
 
 def available(deployment: dict[str, Any]) -> bool:
@@ -94,6 +93,7 @@ def test_install_upgrade_uninstall(kube: Any, namespace: str) -> None:
         "metrics.serviceMonitor.enabled=true",
         "metrics.prometheusRule.enabled=true",
         f"rbac.secretNamespaces={{{namespace}}}",
+        "operator.replicas=2",
     )
     # CRDs are there and served.
     for crd in ("agentdeployments.sleuth.dev", "toolbindings.sleuth.dev"):
@@ -102,10 +102,12 @@ def test_install_upgrade_uninstall(kube: Any, namespace: str) -> None:
     # The operator is Available, on a CPU node (GPU nodes are tainted; it tolerates nothing).
     deployment = get(kube, "deployment", operator, "-n", namespace)
     assert available(deployment)
-    first = operator_pod(kube, namespace, release)
-    node = get(kube, "node", first["spec"]["nodeName"])
-    assert "nvidia.com/gpu.product" not in node["metadata"]["labels"]
-    assert first["spec"]["securityContext"]["runAsNonRoot"] is True
+    first = operator_pods(kube, namespace, release)
+    assert len(first) == 2  # two replicas, safe with leader election
+    for pod in first:
+        node = get(kube, "node", pod["spec"]["nodeName"])
+        assert "nvidia.com/gpu.product" not in node["metadata"]["labels"]
+        assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
     # Monitoring objects were accepted by prometheus-operator's CRD schemas.
     monitors = get(kube, "servicemonitors", "-n", namespace)["items"]
     assert sorted(m["metadata"]["name"] for m in monitors) == [
@@ -121,11 +123,16 @@ def test_install_upgrade_uninstall(kube: Any, namespace: str) -> None:
     assert deployment["metadata"]["generation"] == 2
     assert deployment["status"]["observedGeneration"] == 2
     assert available(deployment)
-    second = operator_pod(kube, namespace, release)
-    assert second["metadata"]["name"] != first["metadata"]["name"]
-    args = second["spec"]["containers"][OPERATOR_CONTAINER]["args"]
-    assert "--resync-seconds=45" in args
-    assert "--resync-seconds=30" not in args
+    second = _eventually(
+        lambda: (pods := operator_pods(kube, namespace, release)) and len(pods) == 2 and pods,
+        60,
+        "the old replicas are gone",
+    )
+    assert not {p["metadata"]["name"] for p in first} & {p["metadata"]["name"] for p in second}
+    for pod in second:
+        args = pod["spec"]["containers"][OPERATOR_CONTAINER]["args"]
+        assert "--resync-seconds=45" in args
+        assert "--resync-seconds=30" not in args
     replicasets = get(
         kube, "replicasets", "-n", namespace, "-l", "app.kubernetes.io/component=operator"
     )
@@ -156,7 +163,12 @@ def test_cluster_wide_rbac_is_least_privilege(
     assert can(kube, sa, "delete", "configmaps", *anywhere)
     assert can(kube, sa, "create", "events", *anywhere)
     assert can(kube, sa, "get", "secrets", "-n", other_namespace)
+    lease = f"leases.coordination.k8s.io/{release}-sleuth-operator"
+    assert can(kube, sa, "update", lease, "-n", namespace)
+    assert can(kube, sa, "create", "leases.coordination.k8s.io", "-n", namespace)
     # What it must not do.
+    assert not can(kube, sa, "update", "leases.coordination.k8s.io/other", "-n", namespace)
+    assert not can(kube, sa, "get", lease, *anywhere)
     assert not can(kube, sa, "get", "secrets", *anywhere)
     assert not can(kube, sa, "get", "secrets", "-A")
     assert not can(kube, sa, "list", "secrets", "-n", other_namespace)

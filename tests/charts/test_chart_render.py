@@ -80,7 +80,7 @@ def test_schema_refuses_misspelt_key_naming_it(helm: Path, setting: str, named: 
     ("setting", "where"),
     [
         ("operator.replicas=two", "/operator/replicas"),
-        ("operator.replicas=2", "/operator/replicas"),  # no leader election yet
+        ("operator.replicas=9", "/operator/replicas"),
         ("image.tag=latest", "/image/tag"),
         ("watchNamespaces[0]=Team_A", "/watchNamespaces/0"),
         ("grafanaDashboard.thresholds.faithfulness=1.5", "/grafanaDashboard/thresholds"),
@@ -90,6 +90,13 @@ def test_schema_refuses_wrong_values(helm: Path, setting: str, where: str) -> No
     proc = run_helm(helm, "template", "x", str(CHART), "--set", setting, check=False)
     assert proc.returncode != 0
     assert where in proc.stderr
+
+
+def test_replicas_without_leader_election_are_refused(helm: Path) -> None:
+    sets = ["--set", "operator.replicas=2", "--set", "operator.leaderElection=false"]
+    proc = run_helm(helm, "template", "x", str(CHART), *sets, check=False)
+    assert proc.returncode != 0
+    assert "operator.replicas > 1 needs operator.leaderElection=true" in proc.stderr
 
 
 def _objects(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
@@ -177,6 +184,8 @@ def test_operator_arguments_are_accepted_by_the_cli(helm: Path, name: str) -> No
     assert args.image.startswith("ghcr.io/sleuth-dev/sleuth")
     assert args.metrics_port == 9090
     assert args.liveness == "http://0.0.0.0:8080/healthz"
+    assert args.leader_election_lease == "sleuth-operator"
+    assert args.leader_election_namespace == RELEASE_NAMESPACE
 
 
 def test_every_object_carries_the_standard_labels(helm: Path) -> None:
@@ -192,12 +201,15 @@ def test_namespaced_mode_has_roles_and_no_cluster_roles(helm: Path) -> None:
     docs = documents(template(helm, VALUE_SETS["namespaced"]))
     assert not find(docs, "ClusterRole")
     assert not find(docs, "ClusterRoleBinding")
-    roles = find(docs, "Role")
+    roles = find(docs, "Role", "sleuth-operator")
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
-    bindings = find(docs, "RoleBinding")
+    bindings = find(docs, "RoleBinding", "sleuth-operator")
     assert sorted(b["metadata"]["namespace"] for b in bindings) == ["team-a", "team-b"]
     for b in bindings:
         assert b["subjects"][0]["namespace"] == RELEASE_NAMESPACE
+    (lease,) = find(docs, "Role", "sleuth-operator-leader-election")
+    assert lease["metadata"]["namespace"] == RELEASE_NAMESPACE
+    assert {v for r in lease["rules"] for v in r["verbs"]} == {"create", "get", "update"}
 
 
 def test_cluster_mode_never_grants_secrets_cluster_wide(helm: Path) -> None:
@@ -306,7 +318,9 @@ def test_install_guide_settings_render(helm: Path) -> None:
         docs = documents(template(helm, None, setting))
         assert find(docs, "Deployment"), setting
     namespaced = documents(template(helm, None, "watchNamespaces={team-a,team-b}"))
-    assert sorted(r["metadata"]["namespace"] for r in find(namespaced, "Role")) == [
+    assert sorted(
+        r["metadata"]["namespace"] for r in find(namespaced, "Role", "sleuth-operator")
+    ) == [
         "team-a",
         "team-b",
     ]
