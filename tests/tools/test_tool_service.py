@@ -136,3 +136,11 @@ async def test_templates_only_no_free_form_sql(
     finally:
         service.stop()
     assert await checksums(owner_conn) == before
+
+
+def test_a_template_the_guard_refuses_stops_the_service(postgres: Any, tmp_path: Path) -> None:
+    template = {"name": "wipe", "description": "Never.", "sql": "DELETE FROM contracts"}
+    env = {"SLEUTH_SQL_CONNECTION_URI": postgres.reader_dsn}
+    service = ServiceProcess(sql_binding(templates=[template]), tmp_path, env)
+    assert service.process.wait(timeout=60) != 0
+    assert "template 'wipe': only SELECT is allowed, found DELETE" in service.log.read_text()
