@@ -71,4 +71,7 @@ def test_lock_pins_every_runtime_dependency_with_a_hash() -> None:
     for requirement in wanted:
         name = re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower()
         name = name.replace("_", "-").replace(".", "-")
-        assert name in pins, f"{name} is a dependency but not in requirements.lock (regenerate it)"
+        assert name in pins, (
+            f"{name} is a dependency missing from requirements.lock; "
+            "run python tests/charts/image_lock.py"
+        )
