@@ -150,3 +150,24 @@ def test_garbage_is_refused_never_crashes(garbage: str) -> None:
     # Found by hypothesis: the compiled parser (sqlglotc) raises TypeError on "0?".
     with pytest.raises(SqlRefused, match=r"does not parse|placeholders|only SELECT|empty"):
         check_sql(garbage, POLICY, [])
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "row_to_json(c)",
+        "jsonb_agg(amount)",
+        "every(amount > 0)",
+        "percentile_cont(0.5) WITHIN GROUP (ORDER BY amount)",
+        "string_agg(provider, ',')",
+        "date_part('year', signed_on)",
+        "sum(amount) FILTER (WHERE year = 2025)",
+        "lag(amount) OVER (ORDER BY id)",
+        "to_char(amount, 'FM999G999')",
+        "regexp_replace(provider, 'a', 'b')",
+        "width_bucket(amount, 0, 500000, 5)",
+    ],
+)
+def test_common_postgres_functions_are_allowed(expression: str) -> None:
+    assert check_sql(f"SELECT {expression} FROM contracts c", POLICY, []).tables == ("contracts",)
