@@ -34,6 +34,12 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from sleuth.agent.tools.base import ToolArgumentError
+from sleuth.agent.tools.sql.functions import (
+    DENIED_FUNCTION_PREFIXES,
+    DENIED_FUNCTIONS,
+    SAFE_TABLE_FUNCTIONS,
+    SAFE_UNMODELLED_FUNCTIONS,
+)
 
 # sqlglot logs a warning for every statement it parses as a generic Command; the guard refuses
 # those with a clear reason, so the warning is noise.
@@ -84,124 +90,6 @@ _FORBIDDEN_NODE_NAMES = (
 _FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = tuple(
     t for t in (getattr(exp, n, None) for n in _FORBIDDEN_NODE_NAMES) if isinstance(t, type)
 )
-
-DENIED_FUNCTION_PREFIXES = ("pg_", "lo_", "dblink", "txid_", "file_", "query_to_", "table_to_")
-DENIED_FUNCTIONS = frozenset(
-    {
-        "set_config",
-        "current_setting",
-        "nextval",
-        "setval",
-        "currval",
-        "lastval",
-        "ts_stat",
-        "ts_rewrite",
-        "cursor_to_xml",
-        "cursor_to_xmlschema",
-        "database_to_xml",
-        "database_to_xmlschema",
-        "database_to_xml_and_xmlschema",
-        "schema_to_xml",
-        "schema_to_xmlschema",
-        "schema_to_xml_and_xmlschema",
-        "inet_server_addr",
-        "inet_server_port",
-        "inet_client_addr",
-        "copy",
-        "sleep",
-        "dblink_exec",
-        "make_aclitem",
-        "has_table_privilege",
-        "has_schema_privilege",
-        "has_database_privilege",
-        "has_function_privilege",
-        "has_column_privilege",
-        "version",
-        "current_version",
-        "xmlparse",
-    }
-)
-
-# PostgreSQL functions sqlglot does not model (they parse as ``Anonymous``) that are harmless.
-SAFE_UNMODELLED_FUNCTIONS = frozenset(
-    {
-        "age",
-        "array_length",
-        "array_position",
-        "array_remove",
-        "array_to_string",
-        "btrim",
-        "ceiling",
-        "char_length",
-        "character_length",
-        "chr",
-        "date_bin",
-        "date_part",
-        "div",
-        "format",
-        "initcap",
-        "isfinite",
-        "justify_days",
-        "justify_hours",
-        "justify_interval",
-        "jsonb_array_length",
-        "jsonb_build_object",
-        "jsonb_typeof",
-        "json_build_object",
-        "lpad",
-        "ltrim",
-        "make_date",
-        "make_interval",
-        "make_time",
-        "make_timestamp",
-        "md5",
-        "mode",
-        "octet_length",
-        "overlay",
-        "percent_rank",
-        "regexp_match",
-        "regexp_matches",
-        "rpad",
-        "rtrim",
-        "sign",
-        "split_part",
-        "strpos",
-        "to_number",
-        "to_timestamp",
-        "translate",
-        "trunc",
-        "width_bucket",
-        "every",
-        "row_to_json",
-        "array_to_json",
-        "to_json",
-        "to_jsonb",
-        "json_agg",
-        "jsonb_agg",
-        "json_build_array",
-        "jsonb_build_array",
-        "json_object_agg",
-        "jsonb_object_agg",
-        "jsonb_pretty",
-        "regr_slope",
-        "regr_intercept",
-        "regr_r2",
-        "covar_pop",
-        "covar_samp",
-        "percentile_disc",
-        "string_to_array",
-        "array_cat",
-        "cardinality",
-        "num_nulls",
-        "num_nonnulls",
-        "scale",
-        "factorial",
-        "gcd",
-        "lcm",
-    }
-)
-# Set-returning functions that may appear in FROM.
-SAFE_TABLE_FUNCTIONS = frozenset({"generate_series", "exploding_generate_series", "unnest"})
 
 _FORBIDDEN_TOKENS = {
     TokenType.HEREDOC_STRING: "dollar-quoted strings are not allowed; use '...' strings",
