@@ -87,3 +87,58 @@ def test_endpoint_agent_and_a_moved_binding(
         return str(labels["app.kubernetes.io/instance"])
 
     eventually(lambda: admitted() == "beta", what="the tool admits beta's pods only")
+
+
+def test_switching_between_served_and_endpoint_model_adds_and_prunes_the_server(
+    kube: Any, namespace: str, operator: OperatorProcess
+) -> None:
+    kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(_agent("gamma")))
+    kube.kubectl(
+        "wait", "-n", namespace, "--for=condition=Ready", "agentdeployment/gamma", "--timeout=120s"
+    )
+    served = {"endpoint": None, "servedModelName": None, "name": "Qwen/Qwen2.5-7B-Instruct"}
+    kube.kubectl(
+        "patch",
+        "agentdeployment",
+        "gamma",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"model": served}}),
+    )
+
+    def model_args() -> str:
+        out = kube.kubectl(
+            "get",
+            "deployment",
+            "gamma-model",
+            "-n",
+            namespace,
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].args}",
+            check=False,
+        )
+        return out.stdout if out.returncode == 0 else ""
+
+    args = eventually(model_args, what="a vLLM Deployment for the served model")
+    assert '"--tool-call-parser","hermes"' in args
+    kube.kubectl(
+        "wait", "-n", namespace, "--for=condition=Ready", "agentdeployment/gamma", "--timeout=120s"
+    )
+
+    back = {"endpoint": "http://vllm.models:8000/v1", "servedModelName": "qwen", "name": None}
+    kube.kubectl(
+        "patch",
+        "agentdeployment",
+        "gamma",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"model": back}}),
+    )
+    eventually(lambda: model_args() == "", what="the vLLM Deployment pruned")
+    assert (
+        kube.kubectl("get", "service", "gamma-model", "-n", namespace, check=False).returncode != 0
+    )
