@@ -45,6 +45,12 @@ def _common_outputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pushgateway", help="push the metrics to this Pushgateway address")
     p.add_argument("--html", type=Path, help="write the HTML report here")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--shard",
+        metavar="INDEX/COUNT",
+        help="score only shard INDEX of COUNT (by id hash), e.g. $JOB_COMPLETION_INDEX/4; "
+        "merge the shards' results with: sleuth eval report --merge ... --out",
+    )
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     p.add_argument("--api-key", default=os.environ.get("SLEUTH_EVAL_API_KEY", "sk-local"))
@@ -115,47 +121,19 @@ def register(subparsers: Any) -> None:
     _common_outputs(rg)
     rg.set_defaults(func=_run_ragas)
 
-    gb = sub.add_parser("build-golden", help="build, review and freeze a golden dataset")
-    gsub = gb.add_subparsers(dest="golden_command", metavar="STEP", required=True)
-    gen = gsub.add_parser("generate", help="generate cases from a corpus")
-    corpus = gen.add_mutually_exclusive_group(required=True)
-    corpus.add_argument("--folder", type=Path, help="folder of .md/.txt files")
-    corpus.add_argument("--chunks", type=Path, help="JSONL of chunks {id, text, source, ...}")
-    corpus.add_argument("--qdrant", help="Qdrant URL or local path (with --collection)")
-    gen.add_argument("--collection", default="documents")
-    gen.add_argument("--endpoint", required=True, help="generator LLM base URL")
-    gen.add_argument("--model", required=True)
-    gen.add_argument("--seeds", type=int, default=50)
-    gen.add_argument("--questions-per-chunk", type=int, default=2)
-    gen.add_argument("--multi-hop", type=int, default=10)
-    gen.add_argument("--adversarial", type=int, default=10)
-    gen.add_argument("--test-percent", type=int, default=30)
-    gen.add_argument("--concurrency", type=int, default=4)
-    gen.add_argument("--out", type=Path, required=True)
-    gen.add_argument("--no-progress", action="store_true")
-    gen.set_defaults(func=_golden_generate)
-    exp = gsub.add_parser("review-export", help="export a 10-20 %% sample as CSV for humans")
-    exp.add_argument("dataset", type=Path)
-    exp.add_argument("--fraction", type=float, default=0.15)
-    exp.add_argument("--out", type=Path, required=True)
-    exp.set_defaults(func=_golden_export)
-    imp = gsub.add_parser("review-import", help="apply accept/reject verdicts, drop rejects")
-    imp.add_argument("dataset", type=Path)
-    imp.add_argument("--verdicts", type=Path, required=True)
-    imp.add_argument("--out", type=Path, help="default: rewrite the dataset in place")
-    imp.set_defaults(func=_golden_import)
-    frz = gsub.add_parser("freeze", help="record the split manifest (content hash + checksum)")
-    frz.add_argument("dataset", type=Path)
-    frz.set_defaults(func=_golden_freeze)
-    ver = gsub.add_parser("verify", help="check a dataset against its manifest")
-    ver.add_argument("dataset", type=Path)
-    ver.set_defaults(func=_golden_verify)
+    from sleuth.evals.golden.commands import register as register_golden
+
+    register_golden(sub, _guarded)
 
     rp = sub.add_parser("report", help="HTML / Prometheus from result JSON files")
     rp.add_argument("results", type=Path, nargs="+")
     rp.add_argument("--html", type=Path)
     rp.add_argument("--prom", type=Path)
     rp.add_argument("--pushgateway")
+    rp.add_argument(
+        "--merge", action="store_true", help="the files are shards of one run: merge them"
+    )
+    rp.add_argument("--out", type=Path, help="with --merge: write the merged JSON result")
     rp.set_defaults(func=_run_report)
 
 
@@ -185,6 +163,12 @@ def _emit(doc: dict[str, Any], args: argparse.Namespace) -> int:
         args.html.write_text(html.render([doc]), encoding="utf-8")
     _print_summary(doc)
     return EXIT_OK if doc["gate"]["passed"] else EXIT_GATE
+
+
+def _shard_of(args: argparse.Namespace) -> tuple[int, int] | None:
+    from sleuth.evals.splits import parse_shard
+
+    return parse_shard(args.shard) if args.shard else None
 
 
 def _print_summary(doc: dict[str, Any]) -> None:
@@ -219,7 +203,12 @@ def _run_tsa(args: argparse.Namespace) -> int:
     from sleuth.agent.prompts import DEFAULT_SYSTEM_PROMPT
     from sleuth.agent.tools.descriptions import DEFAULT_SPECS, with_description
     from sleuth.evals.golden.manifest import guard_split
-    from sleuth.evals.report.results import RunLabels, parse_thresholds, tsa_document
+    from sleuth.evals.report.results import (
+        RunLabels,
+        file_sha256,
+        parse_thresholds,
+        tsa_document,
+    )
     from sleuth.evals.splits import content_key
     from sleuth.evals.traces import index_by_question, load_recorded
     from sleuth.evals.tsa.cases import load_cases, shipped_cases_path
@@ -229,7 +218,12 @@ def _run_tsa(args: argparse.Namespace) -> int:
     guard_split(args.split, args.final_report)
     path = args.cases or shipped_cases_path()
     cases = load_cases(path, args.split)
-    if not cases:
+    shard = _shard_of(args)
+    if shard is not None:
+        from sleuth.evals.splits import in_shard
+
+        cases = [c for c in cases if in_shard(c.id, *shard)]
+    if not cases and shard is None:
         raise EvalError(f"{path}: no cases in split {args.split!r}")
     specs = dict(DEFAULT_SPECS)
     if args.descriptions:
@@ -265,7 +259,13 @@ def _run_tsa(args: argparse.Namespace) -> int:
             run_cases(cases, list(specs.values()), cfg, progress=not args.no_progress)
         )
         run.extra = {"endpoint": args.endpoint, "model": args.model}
-    labels = RunLabels(args.agent, args.dataset or Path(path).stem, args.split)
+    labels = RunLabels(
+        args.agent,
+        args.dataset or Path(path).stem,
+        args.split,
+        dataset_sha256=file_sha256(path),
+        shard=args.shard or "",
+    )
     return _emit(tsa_document(run, labels, thresholds, args.max_failed_rows), args)
 
 
@@ -275,7 +275,12 @@ def _run_ragas(args: argparse.Namespace) -> int:
     from sleuth.evals.rag.judge import JudgeConfig, build_judge
     from sleuth.evals.rag.runner import run_metrics
     from sleuth.evals.rag.samples import load_samples
-    from sleuth.evals.report.results import RunLabels, parse_thresholds, ragas_document
+    from sleuth.evals.report.results import (
+        RunLabels,
+        file_sha256,
+        parse_thresholds,
+        ragas_document,
+    )
 
     guard_split(args.split, args.final_report)
     collected_failures: list[Any] = []
@@ -287,7 +292,12 @@ def _run_ragas(args: argparse.Namespace) -> int:
         from sleuth.evals.rag.collect import collect, write_records
 
         cases = load_golden(args.golden, args.split)
-        if not cases:
+        shard = _shard_of(args)
+        if shard is not None:
+            from sleuth.evals.splits import in_shard
+
+            cases = [c for c in cases if in_shard(c.id, *shard)]
+        if not cases and shard is None:
             raise EvalError(f"{args.golden}: no cases in split {args.split!r}")
         if args.split != "dev":
             verify(load_golden(args.golden), args.golden)
@@ -308,7 +318,12 @@ def _run_ragas(args: argparse.Namespace) -> int:
         if not args.samples:
             raise EvalError("give --samples rows, or --golden with --agent-url")
         rows = load_samples(args.samples, args.split)
-        if not rows:
+        shard = _shard_of(args)
+        if shard is not None:
+            from sleuth.evals.splits import in_shard
+
+            rows = [r for r in rows if in_shard(r.id, *shard)]
+        if not rows and shard is None:
             raise EvalError(f"{args.samples}: no rows in split {args.split!r}")
         if args.golden:
             from sleuth.evals.golden.manifest import check_rows_against_golden
@@ -340,89 +355,14 @@ def _run_ragas(args: argparse.Namespace) -> int:
 
     run = asyncio.run(go())
     run.failures = sorted([*collected_failures, *run.failures], key=lambda f: (f.row_id, f.metric))
-    labels = RunLabels(args.agent, args.dataset or source.stem, args.split)
+    labels = RunLabels(
+        args.agent,
+        args.dataset or source.stem,
+        args.split,
+        dataset_sha256=file_sha256(source),
+        shard=args.shard or "",
+    )
     return _emit(ragas_document(run, labels, thresholds, args.max_failed_rows), args)
-
-
-@_guarded
-def _golden_generate(args: argparse.Namespace) -> int:
-    from sleuth.evals.golden.builder import GeneratorConfig, build
-    from sleuth.evals.golden.corpus import load_chunks_jsonl, load_folder, load_qdrant
-    from sleuth.evals.jsonl import dump_jsonl
-
-    if args.folder:
-        chunks = load_folder(args.folder)
-    elif args.chunks:
-        chunks = load_chunks_jsonl(args.chunks)
-    else:
-        chunks = load_qdrant(args.qdrant, args.collection)
-    if not chunks:
-        raise EvalError("the corpus has no chunks")
-    cfg = GeneratorConfig(
-        base_url=args.endpoint,
-        model=args.model,
-        concurrency=args.concurrency,
-        seeds=args.seeds,
-        questions_per_chunk=args.questions_per_chunk,
-        multi_hop=args.multi_hop,
-        adversarial=args.adversarial,
-        test_percent=args.test_percent,
-    )
-    report = asyncio.run(build(chunks, cfg, progress=not args.no_progress))
-    dump_jsonl(report.cases, args.out)
-    by = {
-        s: sum(1 for c in report.cases if c.stratum == s)
-        for s in ("easy", "multi-hop", "adversarial")
-    }
-    print(
-        f"wrote {len(report.cases)} cases to {args.out} {by}; "
-        f"tokens {report.prompt_tokens + report.completion_tokens}"
-    )
-    for f in report.failed:
-        print(f"  failed: {f}")
-    return EXIT_OK if not report.failed else EXIT_GATE
-
-
-@_guarded
-def _golden_export(args: argparse.Namespace) -> int:
-    from sleuth.evals.golden.cases import load_golden
-    from sleuth.evals.golden.review import export_csv, review_sample
-
-    sample = review_sample(load_golden(args.dataset), args.fraction)
-    export_csv(sample, args.out)
-    print(f"wrote {len(sample)} cases for review to {args.out}")
-    return EXIT_OK
-
-
-@_guarded
-def _golden_import(args: argparse.Namespace) -> int:
-    from sleuth.evals.golden.cases import load_golden
-    from sleuth.evals.golden.review import import_verdicts
-    from sleuth.evals.jsonl import dump_jsonl
-
-    kept, counts = import_verdicts(load_golden(args.dataset), args.verdicts)
-    dump_jsonl(kept, args.out or args.dataset)
-    print(f"kept {len(kept)} cases; {counts}")
-    return EXIT_OK
-
-
-@_guarded
-def _golden_freeze(args: argparse.Namespace) -> int:
-    from sleuth.evals.golden.cases import load_golden
-    from sleuth.evals.golden.manifest import freeze
-
-    print(f"wrote {freeze(load_golden(args.dataset), args.dataset)}")
-    return EXIT_OK
-
-
-@_guarded
-def _golden_verify(args: argparse.Namespace) -> int:
-    from sleuth.evals.golden.cases import load_golden
-    from sleuth.evals.golden.manifest import verify
-
-    doc = verify(load_golden(args.dataset), args.dataset)
-    print(f"{args.dataset}: matches its manifest {doc['counts']}")
-    return EXIT_OK
 
 
 @_guarded
@@ -431,6 +371,13 @@ def _run_report(args: argparse.Namespace) -> int:
     from sleuth.evals.report.results import read_document
 
     docs = [read_document(p) for p in args.results]
+    if args.merge:
+        from sleuth.evals.report.merge import merge
+        from sleuth.evals.report.results import write_document
+
+        docs = [merge(docs)]
+        if args.out:
+            write_document(docs[0], args.out)
     if args.html:
         args.html.write_text(html.render(docs), encoding="utf-8")
     if args.prom:

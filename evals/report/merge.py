@@ -60,8 +60,8 @@ def merge(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         first["dataset"],
         first["split"],
         first.get("dataset_sha256", ""),
-        shard="merged:" + ",".join(str(d.get("shard", "")) for d in docs),
     )
+    shards = [str(d.get("shard", "")) for d in docs]
     max_failures = int(first["gate"].get("max_failures", 0))
     if first["kind"] == "tsa":
         cases = [c for d in docs for c in d["cases"]]
@@ -74,7 +74,8 @@ def merge(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             requests=int(usage.get("requests", 0)),
             extra=first.get("config", {}),
         )
-        return tsa_document(tsa_run, labels, _thresholds(first), max_failures)
+        doc = tsa_document(tsa_run, labels, _thresholds(first), max_failures)
+        return {**doc, "merged_shards": shards}
     rows = [r for d in docs for r in d["rows"]]
     _unique([r["id"] for r in rows])
 
@@ -92,4 +93,5 @@ def merge(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         value_names=value_names,
         skipped=failures("skipped"),
     )
-    return ragas_document(rag_run, labels, _thresholds(first), max_failures)
+    doc = ragas_document(rag_run, labels, _thresholds(first), max_failures)
+    return {**doc, "merged_shards": shards}

@@ -101,11 +101,17 @@ def _now() -> str:
 
 
 def _gate(
-    metrics: Mapping[str, Mapping[str, Any]], failures: int, max_failures: int
+    metrics: Mapping[str, Mapping[str, Any]],
+    failures: int,
+    max_failures: int,
+    *,
+    empty_shard: bool = False,
 ) -> dict[str, Any]:
+    """Pass unless a threshold is missed or too many rows failed. A shard that drew no rows
+    gates nothing (the merged result does)."""
     reasons = []
     for name, m in metrics.items():
-        if m["passed"] is False:
+        if m["passed"] is False and not (empty_shard and m["value"] is None):
             shown = "no value" if m["value"] is None else f"{m['value']:.4f}"
             op = "<=" if m["direction"] == "max" else ">="
             reasons.append(f"{name} {shown} does not satisfy {op} {m['threshold']}")
@@ -140,6 +146,7 @@ def tsa_document(
             {"tool_selection_accuracy": metrics["tool_selection_accuracy"]},
             summary.errors,
             max_failures,
+            empty_shard=bool(labels.shard) and not run.results,
         ),
         "failures": [r.to_json() for r in run.results if r.error is not None],
         "cases": [r.to_json() for r in run.results],
@@ -180,7 +187,12 @@ def ragas_document(
         **_head("ragas", labels),
         "metrics": metrics,
         "per_stratum": per_stratum,
-        "gate": _gate(metrics, failed_rows, max_failures),
+        "gate": _gate(
+            metrics,
+            failed_rows,
+            max_failures,
+            empty_shard=bool(labels.shard) and not run.rows and not run.failures,
+        ),
         "failures": [f.to_json() for f in run.failures],
         "skipped": [f.to_json() for f in run.skipped],
         "rows": run.rows,

@@ -208,3 +208,41 @@ def test_ragas_cli_on_the_worked_example(judge_server: ScriptedServer, tmp_path:
     assert "Stratum: easy" in page.read_text()
     # report re-renders from the JSON alone, and keeps the gate's verdict
     assert main(["eval", "report", str(out), "--html", str(tmp_path / "again.html")]) == 1
+
+
+def test_shards_merge_into_the_unsharded_result(tmp_path: Path) -> None:
+    cases = load_cases(shipped_cases_path(), "dev")
+    wrong = {c.id for c in cases if c.expected_label == "web_search"}
+    with ScriptedServer(responder=router(cases, wrong)) as server:
+        whole = tmp_path / "whole.json"
+        main(["eval", "tsa", "--endpoint", server.url, "--out", str(whole), "--no-progress"])
+        parts = []
+        for k in range(3):
+            part = tmp_path / f"part{k}.json"
+            main(
+                [
+                    "eval",
+                    "tsa",
+                    "--endpoint",
+                    server.url,
+                    "--shard",
+                    f"{k}/3",
+                    "--out",
+                    str(part),
+                    "--no-progress",
+                ]
+            )
+            parts.append(part)
+    sizes = [len(json.loads(p.read_text())["cases"]) for p in parts]
+    assert sum(sizes) == len(cases)
+    assert all(sizes)  # 31 cases over 3 shards: none empty
+    merged = tmp_path / "merged.json"
+    code = main(["eval", "report", "--merge", *map(str, parts), "--out", str(merged)])
+    a, b = json.loads(whole.read_text()), json.loads(merged.read_text())
+    assert b["metrics"] == a["metrics"]
+    assert b["summary"]["confusion"] == a["summary"]["confusion"]
+    assert b["merged_shards"] == ["0/3", "1/3", "2/3"]
+    assert b["dataset_sha256"] == a["dataset_sha256"] != ""
+    assert code == (0 if a["gate"]["passed"] else 1)
+    # a shard given twice is refused
+    assert main(["eval", "report", "--merge", str(parts[0]), str(parts[0])]) == 2
