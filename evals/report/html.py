@@ -12,6 +12,10 @@ from typing import Any
 
 BAR_W = 360
 ROW_H = 26
+LABELS = {
+    "context_precision": "context_precision (rank-weighted)",
+    "context_precision_simple": "context_precision (simple, relevant/K)",
+}
 
 
 def _fmt(v: float | None) -> str:
@@ -20,7 +24,7 @@ def _fmt(v: float | None) -> str:
 
 def bars_svg(items: Sequence[tuple[str, float | None, float | None, bool | None]]) -> str:
     """Horizontal bars 0..1 with a threshold tick; red when the threshold is missed."""
-    label_w = 210
+    label_w = 250
     h = ROW_H * len(items) + 24
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + BAR_W + 70}" '
@@ -32,7 +36,7 @@ def bars_svg(items: Sequence[tuple[str, float | None, float | None, bool | None]
         width = 0 if value is None else max(0.0, min(1.0, value)) * BAR_W
         parts.append(
             f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" '
-            f'font-size="12">{escape(name)}</text>'
+            f'font-size="12">{escape(LABELS.get(name, name))}</text>'
         )
         parts.append(f'<rect x="{label_w}" y="{y}" width="{BAR_W}" height="18" fill="#eee"/>')
         parts.append(
@@ -53,13 +57,19 @@ def bars_svg(items: Sequence[tuple[str, float | None, float | None, bool | None]
     return "".join(parts)
 
 
+def _mix(lo: tuple[int, int, int], hi: tuple[int, int, int], t: float) -> str:
+    r, g, b = (round(a + (z - a) * t) for a, z in zip(lo, hi, strict=True))
+    return f"rgb({r},{g},{b})"
+
+
 def confusion_svg(confusion: Mapping[str, Mapping[str, int]]) -> str:
-    """Expected labels as rows, predicted as columns; darker cells hold more cases."""
+    """Expected labels as rows, predicted as columns; green diagonal, red confusions, darker
+    cells hold more cases."""
     rows = sorted(confusion)
     cols = sorted({c for r in confusion.values() for c in r} | set(rows))
     cell, left, top = 44, 190, 150
     peak = max([v for r in confusion.values() for v in r.values()] or [1])
-    w, h = left + cell * len(cols) + 10, top + cell * len(rows) + 10
+    w, h = left + cell * len(cols) + 110, top + cell * len(rows) + 10
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img">',
         f'<text x="{left}" y="14" font-size="12">predicted →</text>',
@@ -79,17 +89,23 @@ def confusion_svg(confusion: Mapping[str, Mapping[str, int]]) -> str:
         )
         for j, c in enumerate(cols):
             n = confusion[r].get(c, 0)
-            shade = int(235 - 180 * n / peak) if n else 250
-            fill = f"rgb({shade},{shade + 10 if r == c else shade},{250 if r != c else shade})"
+            t = n / peak
+            if not n:
+                fill = "#f7f7f7"
+            elif r == c:
+                fill = _mix((200, 230, 201), (27, 94, 32), t)
+            else:
+                fill = _mix((255, 205, 210), (183, 28, 28), t)
             x = left + j * cell
             parts.append(
                 f'<rect x="{x}" y="{y}" width="{cell - 2}" height="{cell - 2}" '
                 f'fill="{fill}"><title>{escape(r)} → {escape(c)}: {n}</title></rect>'
             )
             if n:
+                ink = "#fff" if t > 0.5 else "#222"
                 parts.append(
                     f'<text x="{x + cell / 2 - 1:.0f}" y="{y + cell / 2 + 4:.0f}" '
-                    f'text-anchor="middle" font-size="12">{n}</text>'
+                    f'text-anchor="middle" font-size="12" fill="{ink}">{n}</text>'
                 )
     parts.append("</svg>")
     return "".join(parts)
