@@ -1,4 +1,4 @@
-"""`sleuth demo` and `sleuth ask` on embedded defaults: the newcomer's first command.
+"""`make demo` (`sleuth demo`) and `sleuth ask` on embedded defaults: the newcomer's first command.
 
 Real parts throughout: PostgreSQL from the pgserver wheel, Qdrant local mode, the MiniLM model in
 numpy, a loopback web fixture, and the router as planner (no model server here).
@@ -16,11 +16,15 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SLEUTH = str(Path(sys.executable).parent / "sleuth")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def demo_output() -> str:
-    proc = subprocess.run([SLEUTH, "demo"], capture_output=True, text=True, timeout=300, env=_env())
+    # Literally the README's first command.
+    proc = subprocess.run(
+        ["make", "-s", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=600, env=_env()
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout
 
