@@ -234,57 +234,37 @@ def _eventually(check: Any, timeout: float, what: str) -> Any:
     raise AssertionError(f"never happened within {timeout:.0f}s: {what} (last: {last!r})")
 
 
-def test_operator_reconciles_with_only_the_charts_namespace_role(
-    kube: Any, namespace: str, other_namespace: str, tmp_path: Path
-) -> None:
-    """The real operator, authenticated as the chart's ServiceAccount, reconciles an agent."""
-    release = f"o{namespace[2:]}"
-    install(kube, release, namespace, f"watchNamespaces={{{other_namespace}}}")
-    # A CRD upgrade is the user's job (Helm never upgrades CRDs): the documented command.
+def _run_operator_as(
+    kube: Any,
+    release_namespace: str,
+    sa: str,
+    watch: list[str],
+    tmp_path: Path,
+    agents_in: str,
+    timeout: float = 90,
+) -> tuple[dict[str, Any], str]:
+    """Run `sleuth operator` with the ServiceAccount's token; apply the example agent; wait for
+    its status. Returns the status and the operator's log."""
     kube.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CHART / "crds"))
-    sa = f"{release}-sleuth-operator"
-    kubeconfig = _token_kubeconfig(kube, namespace, sa, tmp_path / "sa.kubeconfig")
+    kubeconfig = _token_kubeconfig(kube, release_namespace, sa, tmp_path / "sa.kubeconfig")
     log = tmp_path / "operator.log"
     sleuth = Path(sys.executable).parent / "sleuth"
+    args = [str(sleuth), "operator", "--kubeconfig", str(kubeconfig), "--resync-seconds", "5"]
+    for namespace in watch:
+        args += ["--namespace", namespace]
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                str(sleuth),
-                "operator",
-                "--kubeconfig",
-                str(kubeconfig),
-                "--namespace",
-                other_namespace,
-                "--resync-seconds",
-                "5",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
     try:
         examples = ROOT / "examples" / "contracts"
         for name in ("00-secrets.yaml", "10-agentdeployment.yaml"):
-            kube.kubectl("apply", "-n", other_namespace, "-f", str(examples / name))
+            kube.kubectl("apply", "-n", agents_in, "-f", str(examples / name))
 
         def reconciled() -> Any:
-            obj = get(kube, "agentdeployment", "contracts", "-n", other_namespace)
+            obj = get(kube, "agentdeployment", "contracts", "-n", agents_in)
             status = obj.get("status") or {}
             return status.get("observedGeneration") == obj["metadata"]["generation"] and status
 
-        status = _eventually(reconciled, 120, "the AgentDeployment's status is written")
-        assert {c["type"] for c in status["conditions"]} >= {"Ready", "Progressing", "Degraded"}
-        children = get(
-            kube,
-            "deployments",
-            "-n",
-            other_namespace,
-            "-l",
-            "app.kubernetes.io/managed-by=sleuth-operator",
-        )["items"]
-        assert {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in children} == {
-            "model",
-            "agent",
-        }
+        status = _eventually(reconciled, timeout, "the AgentDeployment's status is written")
     finally:
         proc.terminate()
         try:
@@ -292,7 +272,58 @@ def test_operator_reconciles_with_only_the_charts_namespace_role(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    text = log.read_text(errors="replace")
+    return status, log.read_text(errors="replace")
+
+
+def test_operator_reconciles_with_only_the_charts_namespace_role(
+    kube: Any, namespace: str, other_namespace: str, tmp_path: Path
+) -> None:
+    """The real operator, authenticated as the chart's ServiceAccount, reconciles an agent."""
+    release = f"o{namespace[2:]}"
+    install(kube, release, namespace, f"watchNamespaces={{{other_namespace}}}")
+    sa = f"{release}-sleuth-operator"
+    status, text = _run_operator_as(
+        kube, namespace, sa, [other_namespace], tmp_path, agents_in=other_namespace
+    )
+    assert {c["type"] for c in status["conditions"]} >= {"Ready", "Progressing", "Degraded"}
+    children = get(
+        kube,
+        "deployments",
+        "-n",
+        other_namespace,
+        "-l",
+        "app.kubernetes.io/managed-by=sleuth-operator",
+    )["items"]
+    assert {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in children} == {
+        "model",
+        "agent",
+    }
     refused = [line for line in text.splitlines() if "403" in line or "Forbidden" in line]
     assert refused == [], "\n".join(refused[:5])
     kube.helm("uninstall", release, "-n", namespace, "--wait")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="operator: a 403 on GET Secret (cluster-wide mode, namespace not in "
+    "rbac.secretNamespaces) is a permanent error, so the object gets no status at all; it should "
+    "be reported as unverifiable and the reconcile go on (see the chart report)",
+)
+def test_cluster_wide_operator_without_secret_access_still_reports_status(
+    kube: Any, namespace: str, other_namespace: str, tmp_path: Path
+) -> None:
+    release = f"w{namespace[2:]}"
+    install(kube, release, namespace)  # cluster-wide, Secrets readable nowhere
+    try:
+        status, _ = _run_operator_as(
+            kube,
+            namespace,
+            f"{release}-sleuth-operator",
+            [],
+            tmp_path,
+            agents_in=other_namespace,
+            timeout=30,
+        )
+        assert {c["type"] for c in status["conditions"]} >= {"Ready", "Degraded"}
+    finally:
+        kube.helm("uninstall", release, "-n", namespace, "--wait")
