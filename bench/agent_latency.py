@@ -268,6 +268,22 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {r['ideal_ms']:.0f} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} "
             f"| {r['ratio_p50']:.3f} | {r['ratio_p99']:.3f} | {r['overhead_p50_ms']:.0f} |"
         )
+    pairs: dict[tuple[str, int], dict[str, float]] = {}
+    for r in result["latency"]:
+        pairs.setdefault((r["case"], r["concurrency"]), {})[r["system"]] = r["overhead_p50_ms"]
+    if any("langgraph" in v for v in pairs.values()):
+        lines += [
+            "",
+            "| case | concurrency | sleuth overhead p50 ms | LangGraph overhead p50 ms "
+            "| sleuth / LangGraph |",
+            "|---|---|---|---|---|",
+        ]
+        for (case, conc), v in pairs.items():
+            if "langgraph" in v and "sleuth" in v:
+                share = v["sleuth"] / v["langgraph"] if v["langgraph"] > 0 else float("nan")
+                lines.append(
+                    f"| {case} | {conc} | {v['sleuth']:.0f} | {v['langgraph']:.0f} | {share:.2f} |"
+                )
     lines += [
         "",
         "| orchestration, 3-iteration conversations | iterations / CPU-s | iterations / s |",
@@ -343,6 +359,7 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     out.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
+    print(markdown(result))
     ratios = [r["ratio_p50"] for r in result["latency"] if r["system"] == "sleuth"]
     print(f"wrote {out}; sleuth ratio p50 median {statistics.median(ratios):.3f}")
 
