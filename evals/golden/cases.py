@@ -36,3 +36,9 @@ class GoldenCase(BaseModel):
 def load_golden(path: Path | str, split: str | None = None) -> list[GoldenCase]:
     cases = load_jsonl(path, GoldenCase)
     return [c for c in cases if split in (None, "all") or c.split == split]
+
+
+def shipped_golden_path() -> Path:
+    """A small hand-written golden set over the sample contracts corpus (:mod:`sleuth.sample`),
+    frozen with its manifest (evals/data/golden_contracts.jsonl)."""
+    return Path(__file__).resolve().parent.parent / "data" / "golden_contracts.jsonl"

@@ -154,3 +154,21 @@ def test_bad_verdict_names_the_csv_line(tmp_path: Path) -> None:
     (tmp_path / "v.csv").write_text("id,verdict\ng1,maybe\n")
     with pytest.raises(DatasetError, match=r"v.csv:2: field 'verdict'"):
         import_verdicts(cases, tmp_path / "v.csv")
+
+
+def test_shipped_golden_set_is_frozen_and_grounded_in_the_sample_corpus() -> None:
+    from sleuth.evals.golden.cases import shipped_golden_path
+    from sleuth.sample import DOCUMENTS
+
+    path = shipped_golden_path()
+    cases = load_golden(path)
+    verify(cases, path)  # matches its checked-in manifest
+    assert {c.stratum for c in cases} == {"easy", "multi-hop", "adversarial"}
+    assert {c.split for c in cases} == {"dev", "test"}
+    ids = {d.id for d in DOCUMENTS}
+    for c in cases:
+        assert set(c.reference_context_ids) <= ids, c.id
+        if c.stratum == "multi-hop":
+            assert 2 <= len(c.reference_context_ids) <= 4
+        if c.stratum == "adversarial":
+            assert c.reference == NOT_ENOUGH_INFORMATION
