@@ -6,7 +6,9 @@ Errors::
     ├── DatasetError            a dataset file is invalid (the message names file, line and field)
     ├── SplitGuardError         a tuning command was pointed at the frozen test split
     ├── ManifestError           a split manifest is missing, corrupt or does not match the data
-    └── EndpointError           the model / judge endpoint failed (HTTP error, timeout, bad body)
+    ├── EndpointError           the model / generator endpoint failed (HTTP error, timeout, body)
+    └── JudgeError              a judge or embeddings call failed for good, with a reason
+                                (sleuth.evals.rag.errors)
 """
 
 from __future__ import annotations
