@@ -81,11 +81,19 @@ async def collect(
                 except (httpx.HTTPError, ValueError) as exc:
                     bar.advance(failed=True)
                     return Failure(case.id, AGENT_METRIC, "agent_error", str(exc)[:200]), None
+            if not run.answer.strip():
+                bar.advance(failed=True)
+                return Failure(
+                    case.id, AGENT_METRIC, "empty_answer", "the agent answered nothing"
+                ), {
+                    "id": case.id,
+                    **data,
+                }
             bar.advance()
             row = RagSample(
                 id=case.id,
                 question=case.question,
-                answer=run.answer or "(empty answer)",
+                answer=run.answer,
                 contexts=run.contexts,
                 context_ids=run.context_ids,
                 reference=case.reference,
