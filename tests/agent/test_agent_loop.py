@@ -19,6 +19,7 @@ from agent_doubles import (
 from sleuth.agent.cache import ToolCache
 from sleuth.agent.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
 from sleuth.agent.tools.base import ToolArgumentError, ToolUnavailable
+from sleuth.agent.trace import Trace
 
 pytestmark = pytest.mark.integration
 
@@ -59,6 +60,9 @@ async def test_seed_two_iteration_trace(scripted: ScriptedServer, stream: bool) 
     }
     assert [c["id"] for c in result.citations] == ["chunk_1", "chunk_2", "chunk_3"]
     assert trace.prompt_tokens > 0
+    # The evals read the trace back from JSON.
+    assert Trace.model_validate(trace.model_dump(mode="json", by_alias=True)) == trace
+    assert trace.contexts()[0] == '{"num_contratos": 47, "total_eur": 8300000}'
     if stream:
         assert all(m.ttft_ms is not None for m in trace.model_steps())
     # What the model was sent: tools offered with tool_choice auto, observations as tool messages.
