@@ -88,7 +88,7 @@ monitoring.coreos.com prometheusrules with the children's verbs.
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["sleuth.dev"]
   resources: ["agentdeployments/status", "toolbindings/status"]
-  verbs: ["get", "patch"]
+  verbs: ["patch"]
 - apiGroups: ["apps"]
   resources: ["deployments"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
