@@ -89,10 +89,30 @@ def load_chunks_jsonl(path: Path | str) -> list[Chunk]:
     return load_jsonl(path, Chunk)
 
 
+def _chunk_from_payload(point_id: Any, payload: dict[str, Any], text_key: str) -> Chunk | None:
+    """A chunk from a point written by ``sleuth ingest`` (see sleuth.agent.tools.vector.store):
+    ``document_id``, ``chunk_index``, ``source``, ``title``, ``text``, ``metadata``."""
+    text = str(payload.get(text_key) or "")
+    if not text:
+        return None
+    doc = payload.get("document_id")
+    index = payload.get("chunk_index")
+    cid = f"{doc}#{index}" if doc is not None and index is not None else str(doc or point_id)
+    raw_meta = payload.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    return Chunk(
+        id=cid,
+        text=text,
+        source=str(payload.get("source") or doc or ""),
+        section=str(payload.get("section") or payload.get("title") or ""),
+        date=str(payload.get("date") or meta.get("date") or meta.get("year") or ""),
+    )
+
+
 def load_qdrant(
     location: str, collection: str, text_key: str = "text", limit: int = 10_000
 ) -> list[Chunk]:
-    """Chunks from a Qdrant collection (``location``: a URL, or a local-mode path)."""
+    """Chunks from a Qdrant collection (``location``: a URL, or a local-mode folder)."""
     from qdrant_client import QdrantClient
 
     client = (
@@ -108,20 +128,11 @@ def load_qdrant(
                 collection, limit=256, offset=offset, with_payload=True, with_vectors=False
             )
             for p in points:
-                payload = p.payload or {}
-                text = str(payload.get(text_key) or "")
-                if text:
-                    out.append(
-                        Chunk(
-                            id=str(payload.get("id") or p.id),
-                            text=text,
-                            source=str(payload.get("source") or ""),
-                            section=str(payload.get("section") or ""),
-                            date=str(payload.get("date") or ""),
-                        )
-                    )
+                chunk = _chunk_from_payload(p.id, dict(p.payload or {}), text_key)
+                if chunk is not None:
+                    out.append(chunk)
             if offset is None:
                 break
     finally:
         client.close()
-    return out[:limit]
+    return sorted(out[:limit], key=lambda c: c.id)

@@ -172,3 +172,38 @@ def test_shipped_golden_set_is_frozen_and_grounded_in_the_sample_corpus() -> Non
             assert 2 <= len(c.reference_context_ids) <= 4
         if c.stratum == "adversarial":
             assert c.reference == NOT_ENOUGH_INFORMATION
+
+
+def test_chunks_from_a_qdrant_collection(tmp_path: Path) -> None:
+    from qdrant_client import QdrantClient, models
+
+    from sleuth.evals.golden.corpus import load_qdrant
+
+    client = QdrantClient(path=str(tmp_path / "qdrant"))
+    client.create_collection(
+        "docs", vectors_config=models.VectorParams(size=2, distance=models.Distance.COSINE)
+    )
+    client.upsert(
+        "docs",
+        points=[
+            models.PointStruct(
+                id=i,
+                vector=[1.0, float(i)],
+                payload={
+                    "document_id": "contract-a",
+                    "chunk_index": i,
+                    "source": "contracts/a.md",
+                    "title": "Provider A agreement",
+                    "text": f"Clause {i}: text.",
+                    "metadata": {"year": "2025"},
+                },
+            )
+            for i in range(3)
+        ],
+    )
+    client.close()
+    chunks = load_qdrant(str(tmp_path / "qdrant"), "docs")
+    assert [c.id for c in chunks] == ["contract-a#0", "contract-a#1", "contract-a#2"]
+    assert {(c.source, c.section, c.date) for c in chunks} == {
+        ("contracts/a.md", "Provider A agreement", "2025")
+    }
