@@ -73,7 +73,7 @@ def test_one_leader_at_a_time_and_takeover_after_expiry(kube: Any, namespace: st
 
 def test_a_holder_that_finds_another_holder_steps_down(kube: Any, namespace: str) -> None:
     lost: list[str] = []
-    a, b = elector(kube, namespace, "a", lost), elector(kube, namespace, "b", lost)
+    a = elector(kube, namespace, "a", lost)
     assert a.try_acquire_or_renew()
     # b takes the lease behind a's back (an admin edit, or a's clock stalled for too long).
     lease = json.loads(
@@ -85,7 +85,6 @@ def test_a_holder_that_finds_another_holder_steps_down(kube: Any, namespace: str
     _eventually(lambda: lost == ["a"], 10, "a notices it lost the lease")
     a.release()
     assert holder(kube, namespace) == "b"  # a never releases what it does not hold
-    assert not b._stop.is_set()
 
 
 def test_release_hands_over_at_once(kube: Any, namespace: str) -> None:
@@ -187,6 +186,7 @@ def test_two_operator_processes_one_reconciles(kube: Any, namespace: str, tmp_pa
         # The leader dies without releasing (SIGKILL): the standby takes over and reconciles.
         first.stop(signal.SIGKILL)
         _eventually(lambda: "acquired lease" in second.text(), 60, "the standby takes over")
+        _eventually(second.healthy, 30, "the new leader's kopf serves liveness on the same port")
         victim = sorted(made)[0]
         kube.kubectl("delete", "-n", namespace, victim, "--wait=false")
         _eventually(lambda: children() == made, 60, f"{victim} restored: {made}")
