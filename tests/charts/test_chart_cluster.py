@@ -53,12 +53,12 @@ def third_namespace(kube: Any) -> Iterator[str]:
 
 def install(
     kube: Any, release: str, namespace: str, *sets: str, verb: str = "install", reuse: bool = False
-) -> None:
+) -> str:
     args = [verb, release, str(CHART), "-n", namespace, "--wait", "--timeout", "120s"]
     args += ["--reuse-values"] if reuse else []
     for s in sets:
         args += ["--set", s]
-    kube.helm(*args)
+    return str(kube.helm(*args).stdout)
 
 
 def get(kube: Any, *args: str) -> Any:
@@ -86,7 +86,7 @@ def available(deployment: dict[str, Any]) -> bool:
 def test_install_upgrade_uninstall(kube: Any, namespace: str) -> None:
     release = f"s{namespace[2:]}"
     operator = f"{release}-sleuth-operator"
-    install(
+    notes = install(
         kube,
         release,
         namespace,
@@ -95,6 +95,10 @@ def test_install_upgrade_uninstall(kube: Any, namespace: str) -> None:
         f"rbac.secretNamespaces={{{namespace}}}",
         "operator.replicas=2",
     )
+    # NOTES tell the user what to do next.
+    assert f"kubectl -n {namespace} rollout status deployment/{operator}" in notes
+    assert "kubectl apply --server-side --force-conflicts -f charts/sleuth/crds/" in notes
+    assert f"It may read Secrets only in:\n  - {namespace}" in notes
     # CRDs are there and served.
     for crd in ("agentdeployments.sleuth.dev", "toolbindings.sleuth.dev"):
         kube.kubectl("wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
