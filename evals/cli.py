@@ -65,6 +65,11 @@ def register(subparsers: Any) -> None:
     src = tsa.add_mutually_exclusive_group(required=True)
     src.add_argument("--endpoint", help="OpenAI-compatible base URL, e.g. http://vllm:8000/v1")
     src.add_argument("--traces", type=Path, help="recorded agent runs (JSONL) to score instead")
+    src.add_argument(
+        "--router",
+        action="store_true",
+        help="score the agent's deterministic router (its no-LLM, degraded mode) instead",
+    )
     tsa.add_argument("--model", default="default")
     tsa.add_argument("--system-prompt-file", type=Path)
     tsa.add_argument(
@@ -241,6 +246,11 @@ def _run_tsa(args: argparse.Namespace) -> int:
                 else score_case(c, rec.first_calls, specs)
             )
         run = TsaRun(results=results, extra={"source": str(args.traces)})
+    elif args.router:
+        from sleuth.agent.router import RouterModel
+        from sleuth.evals.tsa.runner import run_with_chat_model
+
+        run = asyncio.run(run_with_chat_model(cases, list(specs.values()), RouterModel()))
     else:
         prompt = (
             args.system_prompt_file.read_text(encoding="utf-8")

@@ -15,17 +15,13 @@ from typing import Any
 
 import httpx
 
+from sleuth.agent.llm import ChatModel
+from sleuth.agent.prompts import DEFAULT_SYSTEM_PROMPT
 from sleuth.agent.tools.base import ToolSpec
 from sleuth.evals.errors import EndpointError
 from sleuth.evals.progress import Progress
 from sleuth.evals.tsa.cases import TsaCase
 from sleuth.evals.tsa.scoring import ActualCall, CaseResult, error_result, score_case
-
-DEFAULT_SYSTEM_PROMPT = (
-    "You are a retrieval agent. Answer the user's question using the tools when they need "
-    "internal documents, structured records or public real-time information. If no tool is "
-    "needed or none fits, answer directly without calling a tool."
-)
 
 
 @dataclass
@@ -126,4 +122,37 @@ async def run_cases(
             return error_result(case, str(last))
 
         run.results = list(await asyncio.gather(*(one(c) for c in cases)))
+    return run
+
+
+async def run_with_chat_model(
+    cases: Sequence[TsaCase],
+    specs: Sequence[ToolSpec],
+    model: ChatModel,
+    *,
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+) -> TsaRun:
+    """Score the first decision of an in-process :class:`ChatModel` (e.g. the agent's router,
+    its degraded mode). A model error is an error result, counted."""
+    by_name = {s.name: s for s in specs}
+    tools = [s.to_openai() for s in specs]
+    run = TsaRun(results=[], extra={"model": model.name})
+    for case in cases:
+        messages = [
+            {"role": "system", "content": system_prompt},
+            {"role": "user", "content": case.query},
+        ]
+        run.requests += 1
+        try:
+            turn = await model.complete(messages, tools)
+        except Exception as exc:  # any model failure is this case's error, reported
+            run.results.append(error_result(case, f"{type(exc).__name__}: {exc}"))
+            continue
+        run.prompt_tokens += turn.prompt_tokens
+        run.completion_tokens += turn.completion_tokens
+        calls = [
+            ActualCall.from_openai({"function": {"name": c.name, "arguments": c.arguments_text}})
+            for c in turn.tool_calls
+        ]
+        run.results.append(score_case(case, calls, by_name))
     return run

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -184,3 +185,34 @@ def test_invalid_case_names_line_and_field(tmp_path: Path) -> None:
     p.write_text('{"id": "a", "query": "q", "expected": [], "split": "train"}\n')
     with pytest.raises(DatasetError, match=r":1: field 'split'"):
         load_cases(p)
+
+
+async def test_in_process_chat_model_first_decision_is_scored() -> None:
+    from sleuth.agent.llm import ModelTurn, ToolCallRequest
+    from sleuth.evals.tsa.runner import run_with_chat_model
+
+    class Model:
+        name = "test-model"
+
+        async def complete(
+            self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        ) -> ModelTurn:
+            assert [t["function"]["name"] for t in tools] == ["vector_search"]
+            query = messages[-1]["content"]
+            if query == "boom":
+                raise RuntimeError("model down")
+            return ModelTurn(
+                content=None,
+                tool_calls=(
+                    ToolCallRequest(id="1", name="vector_search", arguments_text='{"query": "x"}'),
+                ),
+            )
+
+    cases = [
+        TsaCase.model_validate({"id": "a", "query": "q", "expected": [VEC], "split": "dev"}),
+        TsaCase.model_validate({"id": "b", "query": "boom", "expected": [VEC], "split": "dev"}),
+    ]
+    run = await run_with_chat_model(cases, [DEFAULT_SPECS["vector_search"]], Model())
+    assert [r.passed for r in run.results] == [True, False]
+    assert run.results[1].error == "RuntimeError: model down"
+    assert summarise(run.results).errors == 1
