@@ -71,6 +71,12 @@ def register(subparsers: Any) -> None:
         help="score the agent's deterministic router (its no-LLM, degraded mode) instead",
     )
     tsa.add_argument("--model", default="default")
+    tsa.add_argument(
+        "--agent-client",
+        action="store_true",
+        help="with --endpoint: ask through the agent's own model client (streaming, its "
+        "tool-call parsing) instead of a plain chat completion",
+    )
     tsa.add_argument("--system-prompt-file", type=Path)
     tsa.add_argument(
         "--descriptions",
@@ -166,7 +172,9 @@ def _emit(doc: dict[str, Any], args: argparse.Namespace) -> int:
         prometheus.push([doc], args.pushgateway)
     if args.html:
         args.html.write_text(html.render([doc]), encoding="utf-8")
-    _print_summary(doc)
+    from sleuth.evals.report.console import print_summary
+
+    print_summary(doc)
     return EXIT_OK if doc["gate"]["passed"] else EXIT_GATE
 
 
@@ -174,31 +182,6 @@ def _shard_of(args: argparse.Namespace) -> tuple[int, int] | None:
     from sleuth.evals.splits import parse_shard
 
     return parse_shard(args.shard) if args.shard else None
-
-
-def _print_summary(doc: dict[str, Any]) -> None:
-    print(f"{doc['kind']} agent={doc['agent']} dataset={doc['dataset']} split={doc['split']}")
-    for name, m in doc["metrics"].items():
-        value = "n/a" if m["value"] is None else f"{m['value']:.4f}"
-        mark = {True: "ok", False: "FAIL", None: ""}[m["passed"]]
-        thr = "" if m["threshold"] is None else f" (threshold {m['threshold']})"
-        print(f"  {name:28s} {value}{thr} rows={m['rows']} failed={m['failed_rows']} {mark}")
-    if doc["kind"] == "tsa":
-        for tool, t in doc["summary"]["per_tool"].items():
-            shown = "n/a" if t["tsa"] is None else f"{t['tsa']:.4f}"
-            print(f"  per tool {tool:19s} {shown} ({t['tool_correct']}/{t['cases']})")
-    for f in doc["failures"][:20]:
-        print(f"  failed: {f}")
-    if len(doc["failures"]) > 20:
-        print(f"  ... {len(doc['failures']) - 20} more failures in the JSON result")
-    if doc.get("skipped"):
-        print(f"  skipped: {len(doc['skipped'])} (adversarial rows answered without retrieval)")
-    usage = doc.get("usage") or {}
-    print(f"  tokens: {usage.get('total_tokens', 0)}")
-    print(
-        "gate: "
-        + ("passed" if doc["gate"]["passed"] else "FAILED: " + "; ".join(doc["gate"]["reasons"]))
-    )
 
 
 @_guarded
@@ -251,6 +234,8 @@ def _run_tsa(args: argparse.Namespace) -> int:
         from sleuth.evals.tsa.runner import run_with_chat_model
 
         run = asyncio.run(run_with_chat_model(cases, list(specs.values()), RouterModel()))
+    elif args.agent_client:
+        run = asyncio.run(_tsa_with_agent_client(args, cases, list(specs.values())))
     else:
         prompt = (
             args.system_prompt_file.read_text(encoding="utf-8")
@@ -277,6 +262,32 @@ def _run_tsa(args: argparse.Namespace) -> int:
         shard=args.shard or "",
     )
     return _emit(tsa_document(run, labels, thresholds, args.max_failed_rows), args)
+
+
+async def _tsa_with_agent_client(args: argparse.Namespace, cases: Any, specs: Any) -> Any:
+    from sleuth.agent.llm import OpenAIChatModel
+    from sleuth.agent.prompts import DEFAULT_SYSTEM_PROMPT
+    from sleuth.evals.tsa.runner import run_with_chat_model
+
+    prompt = (
+        args.system_prompt_file.read_text(encoding="utf-8")
+        if args.system_prompt_file
+        else DEFAULT_SYSTEM_PROMPT
+    )
+    model = OpenAIChatModel(args.endpoint, args.model, timeout_s=args.timeout, api_key=args.api_key)
+    try:
+        run = await run_with_chat_model(
+            cases,
+            specs,
+            model,
+            system_prompt=prompt,
+            concurrency=args.concurrency,
+            progress=not args.no_progress,
+        )
+    finally:
+        await model.aclose()
+    run.extra = {"endpoint": args.endpoint, "model": args.model, "client": "agent"}
+    return run
 
 
 @_guarded

@@ -131,28 +131,39 @@ async def run_with_chat_model(
     model: ChatModel,
     *,
     system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    concurrency: int = 1,
+    progress: bool = False,
 ) -> TsaRun:
-    """Score the first decision of an in-process :class:`ChatModel` (e.g. the agent's router,
-    its degraded mode). A model error is an error result, counted."""
+    """Score the first decision of a :class:`ChatModel`: the agent's own model client
+    (streaming, the same parsing of tool calls the loop uses) or its deterministic router. A
+    model error is an error result, counted."""
     by_name = {s.name: s for s in specs}
     tools = [s.to_openai() for s in specs]
     run = TsaRun(results=[], extra={"model": model.name})
-    for case in cases:
+    sem = asyncio.Semaphore(max(1, concurrency))
+    bar = Progress(len(cases), "tsa", enabled=progress)
+
+    async def one(case: TsaCase) -> CaseResult:
         messages = [
             {"role": "system", "content": system_prompt},
             {"role": "user", "content": case.query},
         ]
-        run.requests += 1
-        try:
-            turn = await model.complete(messages, tools)
-        except Exception as exc:  # any model failure is this case's error, reported
-            run.results.append(error_result(case, f"{type(exc).__name__}: {exc}"))
-            continue
+        async with sem:
+            run.requests += 1
+            try:
+                turn = await model.complete(messages, tools)
+            except Exception as exc:  # any model failure is this case's error, reported
+                bar.advance(failed=True)
+                return error_result(case, f"{type(exc).__name__}: {exc}")
         run.prompt_tokens += turn.prompt_tokens
         run.completion_tokens += turn.completion_tokens
         calls = [
             ActualCall.from_openai({"function": {"name": c.name, "arguments": c.arguments_text}})
             for c in turn.tool_calls
         ]
-        run.results.append(score_case(case, calls, by_name))
+        result = score_case(case, calls, by_name)
+        bar.advance(failed=not result.passed)
+        return result
+
+    run.results = list(await asyncio.gather(*(one(c) for c in cases)))
     return run

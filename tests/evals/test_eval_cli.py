@@ -246,3 +246,31 @@ def test_shards_merge_into_the_unsharded_result(tmp_path: Path) -> None:
     assert code == (0 if a["gate"]["passed"] else 1)
     # a shard given twice is refused
     assert main(["eval", "report", "--merge", str(parts[0]), str(parts[0])]) == 2
+
+
+def test_tsa_through_the_agents_streaming_model_client(tmp_path: Path) -> None:
+    cases = load_cases(shipped_cases_path(), "dev")
+    wrong = {c.id for c in cases if c.expected_label == "web_search"}
+    with ScriptedServer(responder=router(cases, wrong)) as server:
+        out = tmp_path / "r.json"
+        code = main(
+            [
+                "eval",
+                "tsa",
+                "--endpoint",
+                server.url,
+                "--agent-client",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        bodies = server.requests()
+    doc = json.loads(out.read_text())
+    assert all(b.get("stream") is True for b in bodies)  # the agent's client streams
+    per_tool = doc["summary"]["per_tool"]
+    assert per_tool["web_search"]["tsa"] == 0.0
+    assert per_tool["sql_query"]["tsa"] == 1.0
+    assert per_tool["vector_search"]["tsa"] == 1.0
+    assert doc["summary"]["argument_accuracy"] == 1.0  # arguments survived SSE reassembly
+    assert code == 1

@@ -1,0 +1,32 @@
+"""A run's summary for the terminal (and CI logs)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def print_summary(doc: Mapping[str, Any]) -> None:
+    """The run's figures, failures and gate verdict on stdout."""
+    print(f"{doc['kind']} agent={doc['agent']} dataset={doc['dataset']} split={doc['split']}")
+    for name, m in doc["metrics"].items():
+        value = "n/a" if m["value"] is None else f"{m['value']:.4f}"
+        mark = {True: "ok", False: "FAIL", None: ""}[m["passed"]]
+        thr = "" if m["threshold"] is None else f" (threshold {m['threshold']})"
+        print(f"  {name:28s} {value}{thr} rows={m['rows']} failed={m['failed_rows']} {mark}")
+    if doc["kind"] == "tsa":
+        for tool, t in doc["summary"]["per_tool"].items():
+            shown = "n/a" if t["tsa"] is None else f"{t['tsa']:.4f}"
+            print(f"  per tool {tool:19s} {shown} ({t['tool_correct']}/{t['cases']})")
+    for f in doc["failures"][:20]:
+        print(f"  failed: {f}")
+    if len(doc["failures"]) > 20:
+        print(f"  ... {len(doc['failures']) - 20} more failures in the JSON result")
+    if doc.get("skipped"):
+        print(f"  skipped: {len(doc['skipped'])} (adversarial rows answered without retrieval)")
+    usage = doc.get("usage") or {}
+    print(f"  tokens: {usage.get('total_tokens', 0)}")
+    print(
+        "gate: "
+        + ("passed" if doc["gate"]["passed"] else "FAILED: " + "; ".join(doc["gate"]["reasons"]))
+    )
