@@ -19,7 +19,10 @@ def print_summary(doc: Mapping[str, Any]) -> None:
             shown = "n/a" if t["tsa"] is None else f"{t['tsa']:.4f}"
             print(f"  per tool {tool:19s} {shown} ({t['tool_correct']}/{t['cases']})")
     for f in doc["failures"][:20]:
-        print(f"  failed: {f}")
+        if doc["kind"] == "tsa":
+            print(f"  failed: case {f['id']}: {f['error']}")
+        else:
+            print(f"  failed: row {f['row_id']} {f['metric']}: {f['reason']}: {f['detail']}")
     if len(doc["failures"]) > 20:
         print(f"  ... {len(doc['failures']) - 20} more failures in the JSON result")
     if doc.get("skipped"):

@@ -137,7 +137,13 @@ def tsa_document(
         )
     }
     for extra in ("argument_accuracy", "irrelevance_accuracy", "full_accuracy", "tsa_tool_turns"):
-        metrics[extra] = _metric_entry(extra, getattr(summary, extra), summary.cases, 0, thresholds)
+        metrics[extra] = _metric_entry(
+            extra,
+            getattr(summary, extra),
+            summary.cases - summary.errors,
+            summary.errors,
+            thresholds,
+        )
     return {
         **_head("tsa", labels),
         "metrics": metrics,
