@@ -16,10 +16,12 @@ from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.kube import AGENT_DEPLOYMENT, CONFIG_MAP, DEPLOYMENT, SERVICE, TOOL_BINDING
 from sleuth.operator.reconcile_common import (
     Context,
+    SecretCheck,
+    check_secrets,
     owner_of,
     parse_spec,
     prune,
-    secret_problems,
+    secret_conditions,
     write_status,
 )
 from sleuth.operator.render.agent import Binding, agent_endpoint, agent_name, render_agent
@@ -106,7 +108,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         keep,
     )
 
-    problems = secret_problems(kube, namespace, _secret_refs(spec))
+    secrets = check_secrets(kube, namespace, _secret_refs(spec))
     model = rollout(model_name(owner), kube.get(DEPLOYMENT, namespace, model_name(owner)))
     agent = rollout(agent_name(owner), kube.get(DEPLOYMENT, namespace, agent_name(owner)))
     rollouts = [model, agent] if spec.model.serves else [agent]
@@ -123,7 +125,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
             }
         )
     tools.sort(key=lambda t: (t["name"], t["binding"]))
-    conditions = _conditions(problems, rollouts, tools)
+    conditions = _conditions(secrets, rollouts, tools)
     extra = {
         "model": spec.model.effective_served_name,
         "modelEndpoint": model_endpoint(owner, spec.model, ctx.settings),
@@ -135,7 +137,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
 
 
 def _conditions(
-    problems: list[str], rollouts: list[Any], tools: list[dict[str, Any]]
+    secrets: SecretCheck, rollouts: list[Any], tools: list[dict[str, Any]]
 ) -> list[Cond]:
     waiting = [r for r in rollouts if not r.ready]
     moving = [r for r in rollouts if r.progressing]
@@ -145,13 +147,6 @@ def _conditions(
         )
     else:
         progressing = Cond("Progressing", "False", "Complete", "no rollout in progress")
-    if problems:
-        message = "; ".join(problems)
-        return [
-            Cond("Ready", "False", "SecretNotFound", message),
-            progressing,
-            Cond("Degraded", "True", "SecretNotFound", message),
-        ]
     if waiting:
         reason = (
             "ModelNotReady"
@@ -166,7 +161,7 @@ def _conditions(
         degraded = Cond("Degraded", "True", "ToolsNotReady", "tools not ready: " + ", ".join(down))
     else:
         degraded = Cond("Degraded", "False", "AsExpected", "all bound tools are ready")
-    return [ready, progressing, degraded]
+    return secret_conditions(secrets, ready, progressing, degraded)
 
 
 __all__ = ["Bindings", "bindings_for", "reconcile_agent"]

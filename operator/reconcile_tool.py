@@ -17,10 +17,11 @@ from sleuth.operator.kube import (
 from sleuth.operator.reconcile_agent import bindings_for
 from sleuth.operator.reconcile_common import (
     Context,
+    check_secrets,
     owner_of,
     parse_spec,
     prune,
-    secret_problems,
+    secret_conditions,
     write_status,
 )
 from sleuth.operator.render.tool import SECRET_ENV, render_tool, secret_refs, tool_endpoint
@@ -72,31 +73,19 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     extra["endpoint"] = tool_endpoint(name, namespace, ctx.settings)
 
     refs = [(f"spec.{SECRET_ENV[env]}", ref) for env, ref in secret_refs(spec).items()]
-    problems = secret_problems(kube, namespace, refs)
+    secrets = check_secrets(kube, namespace, refs)
     service = rollout(f"{name}-tool", kube.get(DEPLOYMENT, namespace, f"{name}-tool"))
     if service.progressing:
         progressing = Cond("Progressing", "True", "RollingOut", service.describe())
     else:
         progressing = Cond("Progressing", "False", "Complete", "no rollout in progress")
-    if problems:
-        message = "; ".join(problems)
-        conditions = [
-            Cond("Ready", "False", "SecretNotFound", message),
-            progressing,
-            Cond("Degraded", "True", "SecretNotFound", message),
-        ]
-    elif not service.ready:
-        conditions = [
-            Cond("Ready", "False", "ToolServiceNotReady", service.describe()),
-            progressing,
-            Cond("Degraded", "False", "AsExpected", "waiting for the tool service"),
-        ]
+    if not service.ready:
+        ready = Cond("Ready", "False", "ToolServiceNotReady", service.describe())
+        degraded = Cond("Degraded", "False", "AsExpected", "waiting for the tool service")
     else:
-        conditions = [
-            Cond("Ready", "True", "Ready", f"{spec.tool_name} is served for agent {agent_name}"),
-            progressing,
-            Cond("Degraded", "False", "AsExpected", "tool service ready"),
-        ]
+        ready = Cond("Ready", "True", "Ready", f"{spec.tool_name} is served for agent {agent_name}")
+        degraded = Cond("Degraded", "False", "AsExpected", "tool service ready")
+    conditions = secret_conditions(secrets, ready, progressing, degraded)
     return write_status(ctx, TOOL_BINDING, obj, conditions, extra, STATUS_KEYS)
 
 

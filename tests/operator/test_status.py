@@ -7,7 +7,7 @@ import pytest
 from sleuth.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.reconcile_agent import bindings_for
-from sleuth.operator.reconcile_common import parse_spec
+from sleuth.operator.reconcile_common import SecretCheck, parse_spec, secret_conditions
 from sleuth.operator.status import Cond, rollout, settle, status_patch, transitions
 
 pytestmark = pytest.mark.unit
@@ -118,3 +118,26 @@ def test_the_oldest_binding_wins_a_tool_name_clash() -> None:
     bound = bindings_for(objs, "a")  # type: ignore[arg-type]
     assert [b.name for b in bound.accepted] == ["old"]
     assert "already bound" in bound.refused["young"]
+
+
+def test_an_unverifiable_secret_leaves_readiness_to_the_pods() -> None:
+    ready = Cond("Ready", "True", "Ready", "serving")
+    moving = Cond("Progressing", "False", "Complete")
+    fine = Cond("Degraded", "False", "AsExpected")
+    tools_down = Cond("Degraded", "True", "ToolsNotReady", "tools not ready: sql_query")
+    unread = SecretCheck(unverifiable=["spec.model.tokenSecretRef: Secret hf-token ..."])
+    conds = secret_conditions(unread, ready, moving, fine)
+    assert [(c.type, c.status, c.reason) for c in conds] == [
+        ("Ready", "True", "Ready"),
+        ("Progressing", "False", "Complete"),
+        ("Degraded", "Unknown", "SecretUnverifiable"),
+    ]
+    assert "Secret hf-token" in conds[2].message
+    # A real fault says more than "unverifiable"; a missing key says more than both.
+    assert secret_conditions(unread, ready, moving, tools_down)[2] == tools_down
+    both = SecretCheck(missing=["spec.sql: Secret db not found"], unverifiable=unread.unverifiable)
+    assert [(c.status, c.reason) for c in secret_conditions(both, ready, moving, fine)] == [
+        ("False", "SecretNotFound"),
+        ("False", "Complete"),
+        ("True", "SecretNotFound"),
+    ]
