@@ -16,6 +16,7 @@ import asyncio
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,7 @@ import kopf
 
 from sleuth.operator.errors import PermanentError, RetryableError
 from sleuth.operator.kube import AGENT_DEPLOYMENT, TOOL_BINDING, Kube, new_api_client
+from sleuth.operator.metrics import operator_metrics
 from sleuth.operator.reconcile_agent import reconcile_agent
 from sleuth.operator.reconcile_common import Context
 from sleuth.operator.reconcile_tool import reconcile_tool
@@ -63,14 +65,23 @@ def _run(fn: Reconcile, kind: str, namespace: str, name: str) -> None:
     """Run one reconcile, one at a time per object, applying the error policy."""
     with _locks_guard:
         lock = _locks.setdefault((kind, namespace, name), threading.Lock())
+    metrics = operator_metrics()
     with lock:
+        started, outcome = time.monotonic(), "error"
         try:
-            fn(_ctx(), namespace, name)
+            status = fn(_ctx(), namespace, name)
+            outcome = "success"
         except RetryableError as err:
+            outcome = "retryable_error"
             raise kopf.TemporaryError(f"{kind} {namespace}/{name}: {err}", delay=5) from err
         except PermanentError as err:
             # Not retried on events; the resync tries again, quietly, at its interval.
+            outcome = "permanent_error"
             log.error("%s %s/%s: %s", kind, namespace, name, err)
+        else:
+            metrics.track(kind, namespace, name, status)
+        finally:
+            metrics.observe(kind, outcome, time.monotonic() - started)
 
 
 @kopf.on.startup()
@@ -119,6 +130,7 @@ def resync_once() -> None:
 def agent_event(type: str, namespace: str | None, name: str, **_: Any) -> None:
     assert namespace is not None, "sleuth kinds are namespaced"
     if type == "DELETED":
+        operator_metrics().track("AgentDeployment", namespace, name, None)
         for binding in _bindings_of(namespace, name):
             _run(reconcile_tool, "ToolBinding", namespace, binding)
         return
@@ -130,6 +142,8 @@ def binding_event(type: str, namespace: str | None, name: str, body: kopf.Body, 
     assert namespace is not None, "sleuth kinds are namespaced"
     if type != "DELETED":
         _run(reconcile_tool, "ToolBinding", namespace, name)
+    else:
+        operator_metrics().track("ToolBinding", namespace, name, None)
     agent = (body.get("spec") or {}).get("agentRef", {}).get("name")
     previous = _bound_to.pop((namespace, name), None)
     if type != "DELETED" and agent:

@@ -56,10 +56,11 @@ def eventually(check: Callable[[], T], *, timeout: float = 90.0, what: str = "")
 class OperatorProcess:
     """``sleuth operator`` as a child process, startable, stoppable and killable."""
 
-    def __init__(self, kubeconfig: Path, namespace: str, log: Path, **env: str) -> None:
+    def __init__(self, kubeconfig: Path, namespace: str, log: Path, *args: str, **env: str) -> None:
         self.kubeconfig = kubeconfig
         self.namespace = namespace
         self.log = log
+        self.args = args
         self.env = env
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -76,6 +77,7 @@ class OperatorProcess:
                 self.namespace,
                 "--resync-seconds",
                 "5",
+                *self.args,
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
