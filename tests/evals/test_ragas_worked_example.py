@@ -134,3 +134,12 @@ async def test_answer_relevancy_with_the_local_embedding_model(
     assert same.rows[0]["scores"]["answer_relevancy"] == pytest.approx(1.0, abs=1e-5)
     assert 0.0 < other.rows[0]["scores"]["answer_relevancy"] < 0.9
     assert same.usage["embedding_requests"] == 0  # nothing went over HTTP
+
+
+def test_ragas_telemetry_is_off() -> None:
+    """ragas posts usage events to the internet unless told not to; sleuth tells it."""
+    from ragas._analytics import do_not_track
+
+    import sleuth.evals.rag  # noqa: F401
+
+    assert do_not_track() is True
