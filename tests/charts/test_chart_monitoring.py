@@ -23,7 +23,7 @@ def test_prometheus_rule_passes_promtool(helm: Path, tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
     proc = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 3 rules found" in proc.stdout
+    assert "SUCCESS: 5 rules found" in proc.stdout
 
 
 def _free_port() -> int:

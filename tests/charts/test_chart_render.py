@@ -266,12 +266,20 @@ def test_dashboard_queries_use_metrics_the_code_exports(helm: Path) -> None:
 
     from sleuth.agent.metrics import AgentMetrics
     from sleuth.evals.report.prometheus import exposition
+    from sleuth.operator.metrics import OperatorMetrics
 
-    registry = AgentMetrics("a", CollectorRegistry()).registry
-    exported = {m.name + ("_total" if m.type == "counter" else "") for m in registry.collect()}
+    exported = {
+        m.name + ("_total" if m.type == "counter" else "")
+        for registry in (
+            AgentMetrics("a", CollectorRegistry()).registry,
+            OperatorMetrics().registry,
+        )
+        for m in registry.collect()
+    }
     exported |= set(re.findall(r"^# TYPE (\S+) ", exposition(SAMPLE_EVAL_RESULTS), re.M))
     assert "rag_faithfulness_score" in exported
     assert "sleuth_agent_tokens_total" in exported
+    assert "sleuth_operator_reconcile_total" in exported
 
     docs = documents(template(helm))
     (cm,) = find(docs, "ConfigMap")
@@ -297,6 +305,9 @@ def test_dashboard_queries_use_metrics_the_code_exports(helm: Path) -> None:
         "Context precision",
         "Context recall",
         "Eval runs: gate passed",
+        "Resources not ready",
+        "Reconciles by outcome",
+        "Reconcile duration",
     ):
         assert title in titles
     thresholds = {
