@@ -12,6 +12,8 @@ def _run(args: argparse.Namespace) -> int:
         os.environ["KUBECONFIG"] = args.kubeconfig
     if args.image:
         os.environ["SLEUTH_IMAGE"] = args.image
+    if args.model_image:
+        os.environ["SLEUTH_MODEL_IMAGE"] = args.model_image
     os.environ["SLEUTH_RESYNC_SECONDS"] = str(args.resync_seconds)
     os.environ["SLEUTH_NAMESPACES"] = ",".join(args.namespace or [])
     if args.metrics_port:
@@ -53,6 +55,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--image", help="sleuth image for agent and tool pods (default: the pinned release)"
+    )
+    parser.add_argument(
+        "--model-image",
+        help="vLLM image for model servers whose spec.model.image is empty "
+        "(default: $SLEUTH_MODEL_IMAGE, else the pinned vLLM release)",
     )
     parser.add_argument(
         "--resync-seconds",

@@ -13,6 +13,7 @@ Without timers, kopf adds no finalizer (and removes one an older version added).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import threading
@@ -52,12 +53,20 @@ _tasks: list[asyncio.Task[None]] = []
 _bound_to: dict[tuple[str, str], str] = {}  # ToolBinding → the agent it named when last seen
 
 
+def settings_from_env() -> RenderSettings:
+    """Images from ``SLEUTH_IMAGE`` (sleuth) and ``SLEUTH_MODEL_IMAGE`` (vLLM), when set."""
+    defaults = RenderSettings()
+    return dataclasses.replace(
+        defaults,
+        sleuth_image=os.environ.get("SLEUTH_IMAGE") or defaults.sleuth_image,
+        model_image=os.environ.get("SLEUTH_MODEL_IMAGE") or defaults.model_image,
+    )
+
+
 def _ctx() -> Context:
     if not _context:
         api = new_api_client(os.environ.get("KUBECONFIG"))
-        image = os.environ.get("SLEUTH_IMAGE")
-        settings = RenderSettings(sleuth_image=image) if image else RenderSettings()
-        _context.append(Context(kube=Kube(api), settings=settings))
+        _context.append(Context(kube=Kube(api), settings=settings_from_env()))
     return _context[0]
 
 
@@ -182,4 +191,4 @@ def _bindings_of(namespace: str, agent: str) -> list[str]:
     ]
 
 
-__all__ = ["agent_event", "binding_event", "child_event", "resync_once"]
+__all__ = ["agent_event", "binding_event", "child_event", "resync_once", "settings_from_env"]

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sleuth.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
 from sleuth.api.v1alpha1.common import API_VERSION, Resources
 
 Component = Literal["model", "agent", "tool"]
@@ -46,6 +47,7 @@ class RenderSettings:
     """Operator-wide settings that renderers need (not part of any spec)."""
 
     sleuth_image: str = DEFAULT_SLEUTH_IMAGE
+    model_image: str = DEFAULT_VLLM_IMAGE  # vLLM, when spec.model.image is empty
     agent_port: int = 8080
     tool_port: int = 8080
     model_port: int = 8000

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from sleuth.api.v1alpha1.agentdeployment import (
     DEFAULT_MAX_MODEL_LEN,
-    DEFAULT_VLLM_IMAGE,
     ModelSpec,
 )
 from sleuth.operator.render.meta import (
@@ -93,7 +92,7 @@ def render_model(owner: Owner, spec: ModelSpec, settings: RenderSettings) -> lis
         env.append(secret_env("HF_TOKEN", ref.name, ref.key))
     container: Manifest = {
         "name": "vllm",
-        "image": spec.image or DEFAULT_VLLM_IMAGE,
+        "image": spec.image or settings.model_image,
         "args": vllm_args(spec, settings),
         "ports": [{"name": "http", "containerPort": settings.model_port, "protocol": "TCP"}],
         "env": env,

@@ -82,6 +82,8 @@ def test_schema_refuses_misspelt_key_naming_it(helm: Path, setting: str, named: 
         ("operator.replicas=two", "/operator/replicas"),
         ("operator.replicas=9", "/operator/replicas"),
         ("image.tag=latest", "/image/tag"),
+        ("modelImage=docker.io/vllm/vllm-openai:latest", "/modelImage"),
+        ("modelImage=docker.io/vllm/vllm-openai", "/modelImage"),
         ("watchNamespaces[0]=Team_A", "/watchNamespaces/0"),
         ("grafanaDashboard.thresholds.faithfulness=1.5", "/grafanaDashboard/thresholds"),
     ],
@@ -154,6 +156,7 @@ def test_values_are_documented_key_by_key_in_camel_case() -> None:
 
 
 def test_defaults_follow_the_code() -> None:
+    from sleuth.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
     from sleuth.evals.report.results import DEFAULT_THRESHOLDS
     from sleuth.operator.render.meta import DEFAULT_SLEUTH_IMAGE
 
@@ -161,6 +164,7 @@ def test_defaults_follow_the_code() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     image = f"{values['image']['repository']}:{values['image']['tag']}"
     assert image == DEFAULT_SLEUTH_IMAGE
+    assert values["modelImage"] == DEFAULT_VLLM_IMAGE
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -182,10 +186,20 @@ def test_operator_arguments_are_accepted_by_the_cli(helm: Path, name: str) -> No
     values = yaml.safe_load(VALUE_SETS[name].read_text()) if VALUE_SETS[name] else {}
     assert (args.namespace or []) == values.get("watchNamespaces", [])
     assert args.image.startswith("ghcr.io/sleuth-dev/sleuth")
+    assert args.model_image == values.get("modelImage", "docker.io/vllm/vllm-openai:v0.11.0")
     assert args.metrics_port == 9090
     assert args.liveness == "http://0.0.0.0:8080/healthz"
     assert args.leader_election_lease == "sleuth-operator"
     assert args.leader_election_namespace == RELEASE_NAMESPACE
+
+
+def test_empty_model_image_leaves_the_operator_default(helm: Path) -> None:
+    args = operator_args(documents(template(helm, None, "modelImage=")))
+    assert not [a for a in args if a.startswith("--model-image")]
+    mirror = "mirror.internal/vllm-openai:v0.11.0"
+    assert f"--model-image={mirror}" in operator_args(
+        documents(template(helm, None, f"modelImage={mirror}"))
+    )
 
 
 def test_every_object_carries_the_standard_labels(helm: Path) -> None:

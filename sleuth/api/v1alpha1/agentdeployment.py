@@ -165,7 +165,8 @@ class ModelSpec(SpecModel):
         default=None,
         min_length=1,
         max_length=512,
-        description=f"vLLM container image, pinned (default {DEFAULT_VLLM_IMAGE}).",
+        description="vLLM container image, pinned. Default: the operator's --model-image "
+        f"(built in: {DEFAULT_VLLM_IMAGE}).",
     )
     quantization: Literal["fp8", "awq", "gptq", "bitsandbytes", "compressed-tensors"] | None = (
         Field(
