@@ -180,7 +180,9 @@ def test_two_operator_processes_one_reconciles(kube: Any, namespace: str, tmp_pa
             ).stdout
             return set(out.split())
 
-        made = _eventually(children, 90, "the leader reconciles the AgentDeployment")
+        made = {"deployment.apps/contracts-model", "deployment.apps/contracts-agent"}
+        # Both children, not the first one seen (the apply of the second may still be on its way).
+        _eventually(lambda: children() == made, 90, "the leader reconciles the AgentDeployment")
         assert "acquired lease" not in second.text()
         assert "agent_event" not in second.text()  # the standby ran no handler
         # The leader dies without releasing (SIGKILL): the standby takes over and reconciles.
