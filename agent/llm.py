@@ -39,7 +39,9 @@ class ModelTurn:
 
     def assistant_message(self) -> dict[str, Any]:
         """The turn as the assistant message appended to the conversation."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        # "" rather than null next to tool calls: llama.cpp's server rejects null and its chat
+        # templates read the key; OpenAI and vLLM accept both.
+        message: dict[str, Any] = {"role": "assistant", "content": self.content or ""}
         if self.tool_calls:
             message["tool_calls"] = [
                 {
