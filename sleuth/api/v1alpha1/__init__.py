@@ -1,4 +1,4 @@
-"""API version ``sleuth.dev/v1alpha1``: AgentDeployment and ToolBinding."""
+"""API version ``sleuth.dev/v1alpha1``: AgentDeployment, ToolBinding and EvalSchedule."""
 
 from sleuth.api.v1alpha1.agentdeployment import (
     AgentDeploymentSpec,
@@ -19,6 +19,7 @@ from sleuth.api.v1alpha1.common import (
     Resources,
     SecretKeyRef,
 )
+from sleuth.api.v1alpha1.evalschedule import EvalScheduleSpec, EvalScheduleStatus
 from sleuth.api.v1alpha1.toolbinding import (
     SqlQuerySpec,
     SqlTemplate,
@@ -37,6 +38,8 @@ __all__ = [
     "AgentSpec",
     "BoundTool",
     "Condition",
+    "EvalScheduleSpec",
+    "EvalScheduleStatus",
     "GpuSpec",
     "LocalObjectRef",
     "ModelCache",

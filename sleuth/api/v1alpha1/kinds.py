@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from sleuth.api.v1alpha1.agentdeployment import AgentDeploymentSpec, AgentDeploymentStatus
 from sleuth.api.v1alpha1.common import GROUP, VERSION
+from sleuth.api.v1alpha1.evalschedule import EvalScheduleSpec, EvalScheduleStatus
 from sleuth.api.v1alpha1.toolbinding import ToolBindingSpec, ToolBindingStatus
 
 CATEGORY = "sleuth"
@@ -136,6 +137,54 @@ TOOL_BINDING = Kind(
     root_rules=(NAME_RULE,),
 )
 
-KINDS: tuple[Kind, ...] = (AGENT_DEPLOYMENT, TOOL_BINDING)
+EVAL_SCHEDULE = Kind(
+    kind="EvalSchedule",
+    plural="evalschedules",
+    short_names=("evs", "evalsched"),
+    description="Scheduled evaluation of one AgentDeployment: a CronJob scoring its answers to a "
+    "golden dataset (RAGAS with a judge, tool selection accuracy), and a PrometheusRule alerting "
+    "when a score stays below its threshold.",
+    spec=EvalScheduleSpec,
+    status=EvalScheduleStatus,
+    columns=(
+        {
+            "name": "Schedule",
+            "type": "string",
+            "jsonPath": ".spec.schedule",
+            "description": "Cron schedule of the runs.",
+        },
+        {
+            "name": "Last Run",
+            "type": "date",
+            "jsonPath": ".status.lastRunTime",
+            "description": "When the last run finished.",
+        },
+        {
+            "name": "Faithfulness",
+            "type": "number",
+            "jsonPath": ".status.scores.faithfulness",
+            "description": "Faithfulness of the last run.",
+        },
+        {
+            "name": "TSA",
+            "type": "number",
+            "jsonPath": ".status.scores.toolSelectionAccuracy",
+            "description": "Tool selection accuracy of the last run.",
+        },
+        READY_COLUMN,
+        {
+            "name": "Agent",
+            "type": "string",
+            "jsonPath": ".spec.agentRef.name",
+            "description": "AgentDeployment that is evaluated.",
+            "priority": 1,
+        },
+        REASON_COLUMN,
+        AGE_COLUMN,
+    ),
+    root_rules=(NAME_RULE,),
+)
 
-__all__ = ["AGENT_DEPLOYMENT", "CATEGORY", "KINDS", "TOOL_BINDING", "Kind"]
+KINDS: tuple[Kind, ...] = (AGENT_DEPLOYMENT, TOOL_BINDING, EVAL_SCHEDULE)
+
+__all__ = ["AGENT_DEPLOYMENT", "CATEGORY", "EVAL_SCHEDULE", "KINDS", "TOOL_BINDING", "Kind"]
