@@ -10,13 +10,14 @@ from typing import Any, Literal
 from sleuth.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
 from sleuth.api.v1alpha1.common import API_VERSION, Resources
 
-Component = Literal["model", "agent", "tool"]
+Component = Literal["model", "agent", "tool", "eval"]
 
 MANAGED_BY = "sleuth-operator"
 PART_OF = "sleuth"
 AGENT_LABEL = "sleuth.dev/agent"
 CONFIG_HASH_ANNOTATION = "sleuth.dev/config-hash"
 DEFAULT_SLEUTH_IMAGE = "ghcr.io/sleuth-dev/sleuth:0.1.0"
+DEFAULT_RUNBOOK_BASE_URL = "https://github.com/sleuth-dev/sleuth/blob/main/docs/runbooks"
 
 Manifest = dict[str, Any]
 
@@ -52,6 +53,7 @@ class RenderSettings:
     tool_port: int = 8080
     model_port: int = 8000
     cluster_domain: str = "cluster.local"
+    runbook_base_url: str = DEFAULT_RUNBOOK_BASE_URL  # <base>/<AlertName>.md
 
 
 def selector_labels(component: Component, instance: str) -> dict[str, str]:
@@ -145,6 +147,7 @@ def http_probe(path: str, port: str, period: int, failures: int, timeout: int = 
 __all__ = [
     "AGENT_LABEL",
     "CONFIG_HASH_ANNOTATION",
+    "DEFAULT_RUNBOOK_BASE_URL",
     "DEFAULT_SLEUTH_IMAGE",
     "MANAGED_BY",
     "Component",

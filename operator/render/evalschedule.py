@@ -1,0 +1,229 @@
+"""An EvalSchedule's CronJob: ``sleuth eval ragas`` (and ``sleuth eval tsa``) on a schedule.
+
+The ``ragas`` container asks the agent's own Service (``POST /v1/query``) every golden question of
+the split and scores the answers with the judge; the ``tsa`` container (when
+``toolSelectionAccuracy`` is among the metrics) asks the agent's model through the agent's own
+model client. The golden dataset is mounted read-only at :data:`DATASET_DIR`; results are written
+as JSON under :data:`RESULTS_DIR`. The judge defaults to the agent's model server and model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from sleuth.api.v1alpha1.common import SecretKeyRef
+from sleuth.api.v1alpha1.evalschedule import RAGAS_METRICS, TSA_METRIC, EvalScheduleSpec
+from sleuth.operator.render.agent import agent_name
+from sleuth.operator.render.meta import (
+    Manifest,
+    Owner,
+    RenderSettings,
+    hardened_container,
+    hardened_pod,
+    metadata,
+    resources,
+    secret_env,
+    service_url,
+)
+
+DATASET_DIR = "/var/lib/sleuth/dataset"
+RESULTS_DIR = "/var/lib/sleuth/results"
+API_KEY_ENV = "SLEUTH_EVAL_API_KEY"  # what `sleuth eval` reads its --api-key default from
+
+
+@dataclass(frozen=True)
+class EvalTarget:
+    """What the CronJob needs from the evaluated AgentDeployment (read from its status)."""
+
+    agent: str  # name of the AgentDeployment
+    model_endpoint: str  # its model server's base URL, including /v1
+    model: str  # the model name the agent sends
+    model_api_key: SecretKeyRef | None = None
+
+
+def cronjob_name(schedule: str) -> str:
+    """Name of an EvalSchedule's CronJob."""
+    return f"{schedule}-eval"
+
+
+def agent_url(target: EvalTarget, namespace: str, settings: RenderSettings) -> str:
+    """Base URL of the agent service (the eval appends /v1/query)."""
+    owner = Owner("AgentDeployment", target.agent, namespace, "")
+    return service_url(agent_name(owner), namespace, settings.agent_port)
+
+
+def golden_path(spec: EvalScheduleSpec) -> str:
+    """Where the golden JSONL is, inside the eval pod."""
+    ds = spec.dataset
+    if ds.config_map_ref is not None:
+        return str(PurePosixPath(DATASET_DIR) / ds.config_map_ref.key)
+    assert ds.persistent_volume_claim is not None  # the model validator guarantees one source
+    return str(PurePosixPath(DATASET_DIR) / ds.persistent_volume_claim.path)
+
+
+def _dataset_volume(spec: EvalScheduleSpec) -> Manifest:
+    ds = spec.dataset
+    if ds.config_map_ref is not None:
+        return {"name": "dataset", "configMap": {"name": ds.config_map_ref.name}}
+    assert ds.persistent_volume_claim is not None
+    return {
+        "name": "dataset",
+        "persistentVolumeClaim": {
+            "claimName": ds.persistent_volume_claim.claim_name,
+            "readOnly": True,
+        },
+    }
+
+
+def _common_args(spec: EvalScheduleSpec, target: EvalTarget, out: str) -> list[str]:
+    args = [
+        "--agent",
+        target.agent,
+        "--split",
+        spec.dataset.split,
+        "--final-report",
+        "--concurrency",
+        str(spec.concurrency),
+        "--no-progress",
+        "--out",
+        f"{RESULTS_DIR}/{out}",
+    ]
+    if spec.dataset.name:
+        args += ["--dataset", spec.dataset.name]
+    return args
+
+
+def ragas_args(
+    spec: EvalScheduleSpec, target: EvalTarget, namespace: str, settings: RenderSettings
+) -> list[str]:
+    """Arguments of the ``ragas`` container (after the image's ``sleuth`` entrypoint)."""
+    judge_url = spec.judge.endpoint if spec.judge else target.model_endpoint
+    judge_model = spec.judge.model if spec.judge else target.model
+    metrics = [RAGAS_METRICS[m] for m in spec.metrics if m in RAGAS_METRICS]
+    t = spec.thresholds
+    thresholds = {
+        "faithfulness": t.faithfulness,
+        "answer_relevancy": t.answer_relevancy,
+        "context_precision_simple": t.context_precision,
+        "context_recall": t.context_recall,
+    }
+    args = [
+        "eval",
+        "ragas",
+        "--golden",
+        golden_path(spec),
+        "--agent-url",
+        agent_url(target, namespace, settings),
+        "--judge-url",
+        judge_url,
+        "--judge-model",
+        judge_model,
+        "--metrics",
+        ",".join(metrics),
+        *_common_args(spec, target, "ragas.json"),
+    ]
+    for name, value in thresholds.items():
+        args += ["--threshold", f"{name}={value:g}"]
+    return args
+
+
+def tsa_args(spec: EvalScheduleSpec, target: EvalTarget) -> list[str]:
+    """Arguments of the ``tsa`` container: the agent's model through the agent's model client."""
+    return [
+        "eval",
+        "tsa",
+        "--endpoint",
+        target.model_endpoint,
+        "--model",
+        target.model,
+        "--agent-client",
+        *_common_args(spec, target, "tsa.json"),
+        "--threshold",
+        f"tool_selection_accuracy={spec.thresholds.tool_selection_accuracy:g}",
+    ]
+
+
+def _container(
+    name: str, args: list[str], api_key: SecretKeyRef | None, spec: EvalScheduleSpec, image: str
+) -> Manifest:
+    env: list[Manifest] = [{"name": "HOME", "value": "/tmp"}]
+    if api_key is not None:
+        env.append(secret_env(API_KEY_ENV, api_key.name, api_key.key))
+    return {
+        "name": name,
+        "image": image,
+        "args": args,
+        "env": env,
+        "resources": resources(spec.resources),
+        "volumeMounts": [
+            {"name": "dataset", "mountPath": DATASET_DIR, "readOnly": True},
+            {"name": "results", "mountPath": RESULTS_DIR},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+        "securityContext": hardened_container(),
+    }
+
+
+def render_eval_cronjob(
+    owner: Owner, spec: EvalScheduleSpec, target: EvalTarget, settings: RenderSettings
+) -> Manifest:
+    """The CronJob of an EvalSchedule."""
+    image = spec.image or settings.sleuth_image
+    judge_key = spec.judge.api_key_secret_ref if spec.judge else target.model_api_key
+    ragas = ragas_args(spec, target, owner.namespace, settings)
+    containers: list[Manifest] = []
+    if any(m in RAGAS_METRICS for m in spec.metrics):
+        containers.append(_container("ragas", ragas, judge_key, spec, image))
+    if TSA_METRIC in spec.metrics:
+        tsa = tsa_args(spec, target)
+        containers.append(_container("tsa", tsa, target.model_api_key, spec, image))
+    meta = metadata(cronjob_name(owner.name), owner, "eval", target.agent)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": meta,
+        "spec": {
+            "schedule": spec.schedule,
+            "suspend": spec.suspend,
+            "concurrencyPolicy": "Forbid",
+            "startingDeadlineSeconds": spec.starting_deadline_seconds,
+            "successfulJobsHistoryLimit": spec.successful_jobs_history_limit,
+            "failedJobsHistoryLimit": spec.failed_jobs_history_limit,
+            "jobTemplate": {
+                "metadata": {"labels": meta["labels"]},
+                "spec": {
+                    "backoffLimit": spec.backoff_limit,
+                    "activeDeadlineSeconds": spec.active_deadline_seconds,
+                    "template": {
+                        "metadata": {"labels": meta["labels"]},
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "automountServiceAccountToken": False,
+                            "securityContext": hardened_pod(),
+                            "containers": containers,
+                            "volumes": [
+                                _dataset_volume(spec),
+                                {"name": "results", "emptyDir": {}},
+                                {"name": "tmp", "emptyDir": {}},
+                            ],
+                        },
+                    },
+                },
+            },
+        },
+    }
+
+
+__all__ = [
+    "API_KEY_ENV",
+    "DATASET_DIR",
+    "RESULTS_DIR",
+    "EvalTarget",
+    "agent_url",
+    "cronjob_name",
+    "golden_path",
+    "ragas_args",
+    "render_eval_cronjob",
+    "tsa_args",
+]
