@@ -146,6 +146,13 @@ async def latency_section(
     rows: list[dict[str, Any]] = []
     ours = sleuth_agent(server.url, TOOL_MS)
     theirs = langgraph_agent(server.url, TOOL_MS) if with_langgraph else None
+    first_rounds, first_synth = next(iter(CASES.values()))
+    server.set_scenario(scenario_for(first_rounds, first_synth, PROFILE))
+    # Warm-up at full concurrency, discarded: fills both systems' connection pools.
+    await measure(lambda: ours.run(QUESTION), concurrency, concurrency)
+    if theirs is not None:
+        warm = {"messages": [("user", QUESTION)]}
+        await measure(lambda: theirs.ainvoke(warm), concurrency, concurrency)
     for case, (rounds, synth) in CASES.items():
         server.set_scenario(scenario_for(rounds, synth, PROFILE))
         ideal = ideal_ms(rounds, synth, TOOL_MS)
