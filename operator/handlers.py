@@ -24,10 +24,17 @@ from typing import Any
 import kopf
 
 from sleuth.operator.errors import PermanentError, RetryableError
-from sleuth.operator.kube import AGENT_DEPLOYMENT, TOOL_BINDING, Kube, new_api_client
+from sleuth.operator.kube import (
+    AGENT_DEPLOYMENT,
+    EVAL_SCHEDULE,
+    TOOL_BINDING,
+    Kube,
+    new_api_client,
+)
 from sleuth.operator.metrics import operator_metrics
 from sleuth.operator.reconcile_agent import reconcile_agent
 from sleuth.operator.reconcile_common import Context
+from sleuth.operator.reconcile_eval import reconcile_eval
 from sleuth.operator.reconcile_tool import reconcile_tool
 from sleuth.operator.render.meta import AGENT_LABEL, MANAGED_BY, RenderSettings
 
@@ -42,6 +49,7 @@ CHILD_RESOURCES = [
     ("", "v1", "services"),
     ("", "v1", "configmaps"),
     ("networking.k8s.io", "v1", "networkpolicies"),
+    ("batch", "v1", "cronjobs"),
 ]
 
 Reconcile = Callable[[Context, str, str], Any]
@@ -118,12 +126,16 @@ async def _resync_forever() -> None:
 
 
 def resync_once() -> None:
-    """Reconcile every AgentDeployment and ToolBinding in the watched namespaces once."""
+    """Reconcile every AgentDeployment, ToolBinding and EvalSchedule in the watched namespaces."""
     kube = _ctx().kube
     done = failed = 0
     scopes: list[str | None] = list(NAMESPACES) or [None]
     for namespace in scopes:
-        for resource, fn in ((AGENT_DEPLOYMENT, reconcile_agent), (TOOL_BINDING, reconcile_tool)):
+        for resource, fn in (
+            (AGENT_DEPLOYMENT, reconcile_agent),
+            (TOOL_BINDING, reconcile_tool),
+            (EVAL_SCHEDULE, reconcile_eval),
+        ):
             for obj in kube.list(resource, namespace):
                 meta = obj["metadata"]
                 try:
@@ -163,6 +175,15 @@ def binding_event(type: str, namespace: str | None, name: str, body: kopf.Body, 
         _run(reconcile_agent, "AgentDeployment", namespace, agent)
 
 
+@kopf.on.event(GROUP, VERSION, "evalschedules")
+def eval_event(type: str, namespace: str | None, name: str, **_: Any) -> None:
+    assert namespace is not None, "sleuth kinds are namespaced"
+    if type == "DELETED":
+        operator_metrics().track("EvalSchedule", namespace, name, None)
+        return
+    _run(reconcile_eval, "EvalSchedule", namespace, name)
+
+
 def child_event(namespace: str | None, body: kopf.Body, **_: Any) -> None:
     """A managed child changed or vanished: converge its owner (and the owner's agent)."""
     if namespace is None:
@@ -177,6 +198,8 @@ def child_event(namespace: str | None, body: kopf.Body, **_: Any) -> None:
             agent = body.get("metadata", {}).get("labels", {}).get(AGENT_LABEL)
             if agent:
                 _run(reconcile_agent, "AgentDeployment", namespace, agent)
+        elif ref.get("kind") == "EvalSchedule":
+            _run(reconcile_eval, "EvalSchedule", namespace, ref["name"])
 
 
 for _group, _version, _plural in CHILD_RESOURCES:
@@ -191,4 +214,11 @@ def _bindings_of(namespace: str, agent: str) -> list[str]:
     ]
 
 
-__all__ = ["agent_event", "binding_event", "child_event", "resync_once", "settings_from_env"]
+__all__ = [
+    "agent_event",
+    "binding_event",
+    "child_event",
+    "eval_event",
+    "resync_once",
+    "settings_from_env",
+]

@@ -65,6 +65,9 @@ CONFIG_MAP = Resource("v1", "ConfigMap", "configmaps")
 SECRET = Resource("v1", "Secret", "secrets")
 EVENT = Resource("v1", "Event", "events")
 NETWORK_POLICY = Resource("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies")
+EVAL_SCHEDULE = Resource("sleuth.dev/v1alpha1", "EvalSchedule", "evalschedules")
+CRON_JOB = Resource("batch/v1", "CronJob", "cronjobs")
+PROMETHEUS_RULE = Resource("monitoring.coreos.com/v1", "PrometheusRule", "prometheusrules")
 
 RESOURCES = {
     (r.api_version, r.kind): r
@@ -77,6 +80,9 @@ RESOURCES = {
         SECRET,
         EVENT,
         NETWORK_POLICY,
+        EVAL_SCHEDULE,
+        CRON_JOB,
+        PROMETHEUS_RULE,
     )
 }
 
@@ -175,6 +181,11 @@ class Kube:
         if uid is not None:
             body["preconditions"] = {"uid": uid}
         self._request("DELETE", resource.path(namespace, name), body=body)
+
+    def serves(self, resource: Resource) -> bool:
+        """Whether the API server serves ``resource`` (False when, e.g., its CRD is absent)."""
+        found = self._request("GET", f"/apis/{resource.api_version}")
+        return any(r.get("name") == resource.plural for r in (found or {}).get("resources", []))
 
     def patch_status(
         self, resource: Resource, namespace: str, name: str, status: dict[str, Any]

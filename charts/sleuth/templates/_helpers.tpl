@@ -79,15 +79,15 @@ The RBAC rules of the operator inside a namespace: exactly the verbs it uses.
 - children (Deployments, Services, ConfigMaps, NetworkPolicies): watched (label-filtered),
   read, server-side applied (patch; create when new), pruned (delete).
 - Events: created (conditions' transitions).
-EvalSchedule (issue 7) will add: evalschedules (+ /status), batch cronjobs and
-monitoring.coreos.com prometheusrules with the children's verbs.
+- EvalSchedule children: CronJobs (watched like the others) and PrometheusRules (applied and
+  pruned; the API group is only read to see whether it is served).
 */}}
 {{- define "sleuth.namespacedRules" -}}
 - apiGroups: ["sleuth.dev"]
-  resources: ["agentdeployments", "toolbindings"]
+  resources: ["agentdeployments", "toolbindings", "evalschedules"]
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["sleuth.dev"]
-  resources: ["agentdeployments/status", "toolbindings/status"]
+  resources: ["agentdeployments/status", "toolbindings/status", "evalschedules/status"]
   verbs: ["patch"]
 - apiGroups: ["apps"]
   resources: ["deployments"]
@@ -98,6 +98,12 @@ monitoring.coreos.com prometheusrules with the children's verbs.
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["batch"]
+  resources: ["cronjobs"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["monitoring.coreos.com"]
+  resources: ["prometheusrules"]
+  verbs: ["get", "list", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]

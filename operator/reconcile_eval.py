@@ -1,0 +1,123 @@
+"""Reconcile one EvalSchedule: its CronJob, and its PrometheusRule where that kind is served.
+
+The CronJob targets the agent's Service and, unless ``spec.judge`` says otherwise, the agent's
+model server (both read from the AgentDeployment's status). Without the AgentDeployment, or
+before it reports its model, nothing is scheduled. Without the PrometheusRule CRD (no
+prometheus-operator), the CronJob still runs and the condition ``Degraded`` says the alerts are
+missing. Level-based; the run results in status are written by the runs, not here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sleuth.api.v1alpha1.common import SecretKeyRef
+from sleuth.api.v1alpha1.evalschedule import EvalScheduleSpec
+from sleuth.operator.errors import InvalidSpec
+from sleuth.operator.kube import AGENT_DEPLOYMENT, CRON_JOB, EVAL_SCHEDULE, PROMETHEUS_RULE
+from sleuth.operator.reconcile_common import (
+    Context,
+    check_secrets,
+    owner_of,
+    parse_spec,
+    prune,
+    secret_conditions,
+    write_status,
+)
+from sleuth.operator.render.evalrules import render_eval_rules, rule_name
+from sleuth.operator.render.evalschedule import EvalTarget, cronjob_name, render_eval_cronjob
+from sleuth.operator.status import Cond, invalid_conditions
+
+STATUS_KEYS: tuple[str, ...] = ()
+CHILDREN = [CRON_JOB]
+
+
+def _selector(name: str) -> str:
+    return f"app.kubernetes.io/instance={name},app.kubernetes.io/component=eval"
+
+
+def _without_children(
+    ctx: Context, obj: dict[str, Any], reason: str, message: str
+) -> dict[str, Any]:
+    owner = owner_of(obj)
+    prune(ctx.kube, owner, CHILDREN, _selector(owner.name), set())
+    if ctx.kube.serves(PROMETHEUS_RULE):
+        prune(ctx.kube, owner, [PROMETHEUS_RULE], _selector(owner.name), set())
+    conditions = [
+        Cond("Ready", "False", reason, message),
+        Cond("Progressing", "False", reason, "waiting: " + message),
+        Cond("Degraded", "True", reason, message),
+    ]
+    return write_status(ctx, EVAL_SCHEDULE, obj, conditions, {}, STATUS_KEYS)
+
+
+def _target(agent: dict[str, Any]) -> EvalTarget | None:
+    """The agent's model endpoint and name from its status; None until it reports them."""
+    status = agent.get("status") or {}
+    endpoint, model = status.get("modelEndpoint"), status.get("model")
+    if not endpoint or not model:
+        return None
+    key = ((agent.get("spec") or {}).get("model") or {}).get("apiKeySecretRef")
+    return EvalTarget(
+        agent=agent["metadata"]["name"],
+        model_endpoint=str(endpoint),
+        model=str(model),
+        model_api_key=SecretKeyRef.model_validate(key) if key else None,
+    )
+
+
+def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
+    """Converge one EvalSchedule; returns the status it holds afterwards (None if gone)."""
+    kube = ctx.kube
+    obj = kube.get(EVAL_SCHEDULE, namespace, name)
+    if obj is None or obj["metadata"].get("deletionTimestamp"):
+        return None
+    try:
+        spec = parse_spec(EvalScheduleSpec, obj)
+    except InvalidSpec as err:
+        return write_status(ctx, EVAL_SCHEDULE, obj, invalid_conditions(str(err)), {}, STATUS_KEYS)
+
+    agent_name = spec.agent_ref.name
+    agent = kube.get(AGENT_DEPLOYMENT, namespace, agent_name)
+    if agent is None or agent["metadata"].get("deletionTimestamp"):
+        message = f"spec.agentRef.name: AgentDeployment {agent_name} not found in {namespace}"
+        return _without_children(ctx, obj, "AgentNotFound", message)
+    target = _target(agent)
+    if target is None:
+        message = f"AgentDeployment {agent_name} has not reported its model endpoint yet"
+        return _without_children(ctx, obj, "ModelEndpointUnknown", message)
+
+    owner = owner_of(obj)
+    kube.apply(render_eval_cronjob(owner, spec, target, ctx.settings))
+    rules_served = kube.serves(PROMETHEUS_RULE)
+    if rules_served:
+        kube.apply(render_eval_rules(owner, spec, ctx.settings))
+
+    refs = []
+    if spec.judge is not None and spec.judge.api_key_secret_ref is not None:
+        refs.append(("spec.judge.apiKeySecretRef", spec.judge.api_key_secret_ref))
+    secrets = check_secrets(kube, namespace, refs)
+
+    job = cronjob_name(name)
+    if spec.suspend:
+        ready = Cond("Ready", "True", "Suspended", f"CronJob {job} is suspended")
+    else:
+        ready = Cond("Ready", "True", "Scheduled", f"CronJob {job} runs at '{spec.schedule}'")
+    progressing = Cond("Progressing", "False", "Complete", "CronJob applied")
+    if rules_served:
+        degraded = Cond(
+            "Degraded", "False", "AsExpected", f"alerts in PrometheusRule {rule_name(name)}"
+        )
+    else:
+        degraded = Cond(
+            "Degraded",
+            "True",
+            "PrometheusRuleUnsupported",
+            "monitoring.coreos.com/v1 PrometheusRule is not served in this cluster (is the "
+            "prometheus-operator installed?): the runs are scheduled but nothing alerts on them",
+        )
+    conditions = secret_conditions(secrets, ready, progressing, degraded)
+    return write_status(ctx, EVAL_SCHEDULE, obj, conditions, {}, STATUS_KEYS)
+
+
+__all__ = ["reconcile_eval"]
