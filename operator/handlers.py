@@ -154,8 +154,24 @@ def agent_event(type: str, namespace: str | None, name: str, **_: Any) -> None:
         operator_metrics().track("AgentDeployment", namespace, name, None)
         for binding in _bindings_of(namespace, name):
             _run(reconcile_tool, "ToolBinding", namespace, binding)
+        _wake_schedules(namespace, name)
         return
     _run(reconcile_agent, "AgentDeployment", namespace, name)
+    _wake_schedules(namespace, name)
+
+
+def _wake_schedules(namespace: str, agent: str) -> None:
+    """The agent's EvalSchedules follow it (its model endpoint, its existence) at once.
+
+    Their failures are theirs: logged here and retried by the resync, never the agent's handler's.
+    """
+    for schedule in _ctx().kube.list(EVAL_SCHEDULE, namespace):
+        if (schedule.get("spec") or {}).get("agentRef", {}).get("name") != agent:
+            continue
+        try:
+            _run(reconcile_eval, "EvalSchedule", namespace, schedule["metadata"]["name"])
+        except kopf.TemporaryError as err:
+            log.warning("%s", err)
 
 
 @kopf.on.event(GROUP, VERSION, "toolbindings")

@@ -54,14 +54,24 @@ def _condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
     return None
 
 
+def _reason(kube: Any, namespace: str) -> str:
+    cond = _condition(_get(kube, namespace, "evalschedule/bot-nightly"), "Ready")
+    return str(cond["reason"]) if cond else ""
+
+
 def test_eval_schedule_renders_its_cronjob_and_rule(
     kube: Any, namespace: str, operator: OperatorProcess
 ) -> None:
     kube.kubectl(
         "wait", "--for=condition=Established", "--timeout=60s", "crd/evalschedules.sleuth.dev"
     )
-    _apply(kube, namespace, AGENT)
+    # Before its agent exists, the schedule runs nothing and says why; the agent heals it.
     _apply(kube, namespace, SCHEDULE)
+    eventually(
+        lambda: _reason(kube, namespace) == "AgentNotFound", what="Ready=False AgentNotFound"
+    )
+    assert _get(kube, namespace, "cronjob/bot-nightly-eval") is None
+    _apply(kube, namespace, AGENT)
 
     cronjob = eventually(
         lambda: _found(kube, namespace, "cronjob/bot-nightly-eval"), what="the CronJob"
@@ -129,3 +139,13 @@ def test_bad_cron_is_refused_by_the_apiserver(kube: Any, namespace: str, crds: N
     out = _apply(kube, namespace, both, check=False)
     assert out.returncode != 0
     assert "exactly one of configMapRef and persistentVolumeClaim" in out.stderr
+
+
+def test_discovery_tells_whether_prometheus_rules_are_served(kube: Any) -> None:
+    """The check behind PrometheusRuleUnsupported, against the real apiserver's discovery."""
+    from sleuth.operator.kube import PROMETHEUS_RULE, Kube, Resource
+
+    api = Kube(kube.api)
+    assert api.serves(PROMETHEUS_RULE)  # the test control plane installs its CRD
+    assert not api.serves(Resource("example.invalid/v1", "Nothing", "nothings"))
+    assert not api.serves(Resource("monitoring.coreos.com/v1", "Nothing", "nothings"))
