@@ -101,6 +101,15 @@ def _run(fn: Reconcile, kind: str, namespace: str, name: str) -> None:
             metrics.observe(kind, outcome, time.monotonic() - started)
 
 
+def _forget(kind: str, namespace: str, name: str) -> None:
+    """Drop a deleted object's series, after any reconcile of it still in flight (same lock):
+    otherwise a resync that read the object just before the delete writes its gauge back."""
+    with _locks_guard:
+        lock = _locks.setdefault((kind, namespace, name), threading.Lock())
+    with lock:
+        operator_metrics().track(kind, namespace, name, None)
+
+
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.posting.level = logging.WARNING  # our Events are the transitions, not kopf's logs
@@ -151,7 +160,7 @@ def resync_once() -> None:
 def agent_event(type: str, namespace: str | None, name: str, **_: Any) -> None:
     assert namespace is not None, "sleuth kinds are namespaced"
     if type == "DELETED":
-        operator_metrics().track("AgentDeployment", namespace, name, None)
+        _forget("AgentDeployment", namespace, name)
         for binding in _bindings_of(namespace, name):
             _run(reconcile_tool, "ToolBinding", namespace, binding)
         _wake_schedules(namespace, name)
@@ -180,7 +189,7 @@ def binding_event(type: str, namespace: str | None, name: str, body: kopf.Body, 
     if type != "DELETED":
         _run(reconcile_tool, "ToolBinding", namespace, name)
     else:
-        operator_metrics().track("ToolBinding", namespace, name, None)
+        _forget("ToolBinding", namespace, name)
     agent = (body.get("spec") or {}).get("agentRef", {}).get("name")
     previous = _bound_to.pop((namespace, name), None)
     if type != "DELETED" and agent:
@@ -195,7 +204,7 @@ def binding_event(type: str, namespace: str | None, name: str, body: kopf.Body, 
 def eval_event(type: str, namespace: str | None, name: str, **_: Any) -> None:
     assert namespace is not None, "sleuth kinds are namespaced"
     if type == "DELETED":
-        operator_metrics().track("EvalSchedule", namespace, name, None)
+        _forget("EvalSchedule", namespace, name)
         return
     _run(reconcile_eval, "EvalSchedule", namespace, name)
 
