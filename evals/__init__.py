@@ -6,7 +6,8 @@
 - :mod:`sleuth.evals.golden` — corpus loading, the builder, human review, the frozen manifest.
 - :mod:`sleuth.evals.report` — JSON results and the gate, Prometheus exposition, HTML, merging.
 - :mod:`sleuth.evals.traces` — the one reader of the agent's trace format.
-- :mod:`sleuth.evals.cli` — ``sleuth eval tsa|ragas|build-golden|report``.
+- :mod:`sleuth.evals.cli` — the parsers of ``sleuth eval tsa|ragas|build-golden|report``;
+  :mod:`sleuth.evals.runs` — what those subcommands do.
 
 Shipped data: :mod:`sleuth.evals.data` (TSA cases, the seed's worked example, a golden set).
 """
