@@ -15,13 +15,11 @@ from sleuth.api.agent_config import AgentConfig, ModelEndpointConfig, OnlineEval
 from sleuth.api.v1alpha1.agentdeployment import SINGLE_CALL_PARSERS, AgentDeploymentSpec
 from sleuth.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.operator.render.meta import (
-    CONFIG_HASH_ANNOTATION,
     Manifest,
     Owner,
     RenderSettings,
-    config_hash,
+    configured_workload,
     hardened_container,
-    hardened_pod,
     http_probe,
     metadata,
     resources,
@@ -137,47 +135,16 @@ def render_agent(
         "metadata": metadata(name, owner, "agent", owner.name),
         "data": data,
     }
-    deployment: Manifest = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": metadata(name, owner, "agent", owner.name),
-        "spec": {
-            "replicas": spec.agent.replicas,
-            "selector": {"matchLabels": selector},
-            "template": {
-                "metadata": {
-                    "labels": metadata(name, owner, "agent", owner.name)["labels"],
-                    "annotations": {CONFIG_HASH_ANNOTATION: config_hash(data)},
-                },
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "securityContext": hardened_pod(),
-                    "containers": [container],
-                    "volumes": [
-                        {"name": "config", "configMap": {"name": name}},
-                        {"name": "tmp", "emptyDir": {}},
-                    ],
-                },
-            },
-        },
-    }
-    service: Manifest = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata(name, owner, "agent", owner.name),
-        "spec": {
-            "type": "ClusterIP",
-            "selector": selector,
-            "ports": [
-                {
-                    "name": "http",
-                    "port": settings.agent_port,
-                    "targetPort": "http",
-                    "protocol": "TCP",
-                }
-            ],
-        },
-    }
+    deployment, service = configured_workload(
+        name,
+        metadata(name, owner, "agent", owner.name),
+        replicas=spec.agent.replicas,
+        selector=selector,
+        pod_labels=metadata(name, owner, "agent", owner.name)["labels"],
+        config_data=data,
+        container=container,
+        port=settings.agent_port,
+    )
     return [configmap, deployment, service]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from dataclasses import dataclass
@@ -165,3 +166,56 @@ __all__ = [
     "selector_labels",
     "service_url",
 ]
+
+
+def configured_workload(
+    name: str,
+    meta: Manifest,
+    *,
+    replicas: int,
+    selector: dict[str, str],
+    pod_labels: dict[str, str],
+    config_data: Any,
+    container: Manifest,
+    port: int,
+) -> tuple[Manifest, Manifest]:
+    """A Deployment running ``container`` with the ConfigMap ``name`` mounted, and its Service.
+
+    Shared by the agent and the tool services: hardened pod, no service-account token, a
+    config-hash annotation so a configuration change rolls the pods, and one HTTP port.
+    """
+    deployment: Manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta,
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {
+                    "labels": pod_labels,
+                    "annotations": {CONFIG_HASH_ANNOTATION: config_hash(config_data)},
+                },
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "securityContext": hardened_pod(),
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "config", "configMap": {"name": name}},
+                        {"name": "tmp", "emptyDir": {}},
+                    ],
+                },
+            },
+        },
+    }
+    service: Manifest = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": copy.deepcopy(meta),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector,
+            "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+    return deployment, service

@@ -17,13 +17,11 @@ from sleuth.agent.tools.descriptions import default_description, sql_description
 from sleuth.api.v1alpha1.common import SecretKeyRef
 from sleuth.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.operator.render.meta import (
-    CONFIG_HASH_ANNOTATION,
     Manifest,
     Owner,
     RenderSettings,
-    config_hash,
+    configured_workload,
     hardened_container,
-    hardened_pod,
     http_probe,
     metadata,
     resources,
@@ -128,47 +126,16 @@ def render_tool(owner: Owner, spec: ToolBindingSpec, settings: RenderSettings) -
         "livenessProbe": http_probe("/healthz", "http", 10, 3),
         "securityContext": hardened_container(),
     }
-    deployment: Manifest = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": metadata(name, owner, "tool", agent),
-        "spec": {
-            "replicas": spec.replicas,
-            "selector": {"matchLabels": selector},
-            "template": {
-                "metadata": {
-                    "labels": pod_labels,
-                    "annotations": {CONFIG_HASH_ANNOTATION: config_hash(configmap["data"])},
-                },
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "securityContext": hardened_pod(),
-                    "containers": [container],
-                    "volumes": [
-                        {"name": "config", "configMap": {"name": name}},
-                        {"name": "tmp", "emptyDir": {}},
-                    ],
-                },
-            },
-        },
-    }
-    service: Manifest = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata(name, owner, "tool", agent),
-        "spec": {
-            "type": "ClusterIP",
-            "selector": selector,
-            "ports": [
-                {
-                    "name": "http",
-                    "port": settings.tool_port,
-                    "targetPort": "http",
-                    "protocol": "TCP",
-                }
-            ],
-        },
-    }
+    deployment, service = configured_workload(
+        name,
+        metadata(name, owner, "tool", agent),
+        replicas=spec.replicas,
+        selector=selector,
+        pod_labels=pod_labels,
+        config_data=configmap["data"],
+        container=container,
+        port=settings.tool_port,
+    )
     policy: Manifest = {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
