@@ -24,6 +24,7 @@ from typing import Any
 import kopf
 
 from sleuth.operator.errors import PermanentError, RetryableError
+from sleuth.operator.evalmetrics import eval_metrics
 from sleuth.operator.kube import (
     AGENT_DEPLOYMENT,
     EVAL_SCHEDULE,
@@ -80,10 +81,8 @@ def _ctx() -> Context:
 
 def _run(fn: Reconcile, kind: str, namespace: str, name: str) -> None:
     """Run one reconcile, one at a time per object, applying the error policy."""
-    with _locks_guard:
-        lock = _locks.setdefault((kind, namespace, name), threading.Lock())
     metrics = operator_metrics()
-    with lock:
+    with _lock(kind, namespace, name):
         started, outcome = time.monotonic(), "error"
         try:
             status = fn(_ctx(), namespace, name)
@@ -101,13 +100,18 @@ def _run(fn: Reconcile, kind: str, namespace: str, name: str) -> None:
             metrics.observe(kind, outcome, time.monotonic() - started)
 
 
-def _forget(kind: str, namespace: str, name: str) -> None:
+def _lock(kind: str, namespace: str, name: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault((kind, namespace, name), threading.Lock())
+
+
+def _forget(kind: str, namespace: str, name: str, uid: str | None = None) -> None:
     """Drop a deleted object's series, after any reconcile of it still in flight (same lock):
     otherwise a resync that read the object just before the delete writes its gauge back."""
-    with _locks_guard:
-        lock = _locks.setdefault((kind, namespace, name), threading.Lock())
-    with lock:
+    with _lock(kind, namespace, name):
         operator_metrics().track(kind, namespace, name, None)
+        if kind == "EvalSchedule":
+            eval_metrics().forget(namespace, name, uid)
 
 
 @kopf.on.startup()
@@ -201,12 +205,30 @@ def binding_event(type: str, namespace: str | None, name: str, body: kopf.Body, 
 
 
 @kopf.on.event(GROUP, VERSION, "evalschedules")
-def eval_event(type: str, namespace: str | None, name: str, **_: Any) -> None:
+def eval_event(type: str, namespace: str | None, name: str, body: kopf.Body, **_: Any) -> None:
+    """Export the run results the event carries; reconcile unless only the status changed.
+
+    The runs write their results into status: such an event (and the one our own status write
+    causes) leaves ``metadata.generation == status.observedGeneration``, and reconciling again
+    would change nothing; the initial listing and any spec change do reconcile, and the resync
+    still visits every schedule.
+    """
     assert namespace is not None, "sleuth kinds are namespaced"
     if type == "DELETED":
-        _forget("EvalSchedule", namespace, name)
+        _forget("EvalSchedule", namespace, name, body.get("metadata", {}).get("uid"))
+        return
+    with _lock("EvalSchedule", namespace, name):
+        eval_metrics().observe(body)
+    if type == "MODIFIED" and _status_only(body):
         return
     _run(reconcile_eval, "EvalSchedule", namespace, name)
+
+
+def _status_only(body: kopf.Body) -> bool:
+    """The spec is the one last reconciled (a change since then would raise the generation)."""
+    generation = body.get("metadata", {}).get("generation")
+    observed = (body.get("status") or {}).get("observedGeneration")
+    return generation is not None and generation == observed
 
 
 def child_event(namespace: str | None, body: kopf.Body, **_: Any) -> None:

@@ -11,7 +11,9 @@ garbage collection) and ``sleuth_operator_info{version}``, the reconcile loop re
 - ``sleuth_operator_ready{namespace,kind,name}``: 1 while the object's ``Ready`` condition is
   True, 0 otherwise; the series is removed when the object is deleted.
 
-The handlers record into :func:`operator_metrics` (the default registry, the one served).
+The handlers record into :func:`operator_metrics` (the default registry, the one served). The
+EvalSchedule run results (scores, last run, last success) are exported from the EvalSchedules'
+status by :mod:`sleuth.operator.evalmetrics`, in the same registry.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from prometheus_client import (
 )
 
 import sleuth
+from sleuth.operator.evalmetrics import eval_metrics
 
 KINDS = ("AgentDeployment", "ToolBinding")
 OUTCOMES = ("success", "retryable_error", "permanent_error", "error")
@@ -104,6 +107,7 @@ def serve(port: int, address: str = "0.0.0.0", registry: CollectorRegistry = REG
     """Serve ``/metrics`` on ``address:port`` from a daemon thread."""
     if registry is REGISTRY:
         operator_metrics()  # the reconcile series exist (at zero) before the first reconcile
+        eval_metrics()  # EvalSchedule results from status (sleuth.operator.evalmetrics)
     info = Gauge(
         "sleuth_operator_info",
         "The running operator (always 1), labelled with its version.",
