@@ -1,0 +1,130 @@
+"""Helpers of the EvalSchedule metrics tests: an agent and a schedule, status patches, scrapes."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+from typing import Any
+
+import yaml
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+AGENT = {
+    "apiVersion": "sleuth.dev/v1alpha1",
+    "kind": "AgentDeployment",
+    "metadata": {"name": "bot"},
+    "spec": {"model": {"endpoint": "http://vllm.models:8000/v1", "servedModelName": "llama"}},
+}
+
+
+def schedule(name: str, alerts: dict[str, str] | None = None) -> dict[str, Any]:
+    """An EvalSchedule of agent ``bot`` (nightly; alert windows from ``alerts``)."""
+    spec: dict[str, Any] = {
+        "agentRef": {"name": "bot"},
+        "schedule": "0 3 * * *",
+        "dataset": {"configMapRef": {"name": "golden", "key": "golden.jsonl"}},
+    }
+    if alerts:
+        spec["alerts"] = alerts
+    return {
+        "apiVersion": "sleuth.dev/v1alpha1",
+        "kind": "EvalSchedule",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def run_status(
+    run: str, finished: str, outcome: str = "Succeeded", **scores: float
+) -> dict[str, Any]:
+    """What the eval pods write when a one-part run completes (the status model's shape)."""
+    part: dict[str, Any] = {
+        "name": "ragas-0",
+        "kind": "ragas",
+        "shard": "0/1",
+        "finishedAt": finished,
+        "outcome": outcome,
+        "rows": 40,
+        "failedRows": 40 if outcome == "Failed" else 1,
+    }
+    status: dict[str, Any] = {
+        "currentRun": {"id": run, "expectedParts": 1, "parts": [part]},
+        "lastRunId": run,
+        "lastRunTime": finished,
+        "lastRunOutcome": outcome,
+    }
+    if outcome == "Failed":
+        status["lastRunMessage"] = "ragas-0: no row could be scored"
+        return status
+    part["scores"] = scores
+    status.update(
+        lastSuccessfulRunTime=finished,
+        scores=scores,
+        scored={k: 39 for k in scores},
+        rows=40,
+        failedRows=1,
+        dataset="golden",
+        split="test",
+        datasetSha256="0" * 64,
+    )
+    return status
+
+
+def apply(kube: Any, namespace: str, doc: dict[str, Any]) -> None:
+    kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(doc))
+
+
+def patch_status(kube: Any, namespace: str, name: str, status: dict[str, Any]) -> None:
+    """Merge ``status`` into the EvalSchedule's status subresource, as the eval pods do."""
+    kube.kubectl(
+        "patch", "evalschedule", name, "-n", namespace, "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+
+
+def get(kube: Any, namespace: str, what: str) -> dict[str, Any]:
+    """The object, or an empty (falsy) dict while it does not exist."""
+    out = kube.kubectl("get", what, "-n", namespace, "-o", "json", check=False)
+    return dict(json.loads(out.stdout)) if out.returncode == 0 else {}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def scrape(port: int) -> Samples:
+    """Every sample on the operator's /metrics ({} while it does not answer)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            text = response.read().decode()
+    except (urllib.error.URLError, ConnectionError):
+        return {}
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+EVAL_SERIES = (
+    "rag_",
+    "agent_tool_selection_accuracy",
+    "sleuth_eval_last_",
+)
+
+
+def eval_series(samples: Samples, namespace: str) -> Samples:
+    """The EvalSchedule result series of ``namespace``."""
+    return {
+        (name, labels): value
+        for (name, labels), value in samples.items()
+        if name.startswith(EVAL_SERIES) and ("namespace", namespace) in labels
+    }

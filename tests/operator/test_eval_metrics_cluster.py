@@ -1,0 +1,140 @@
+"""EvalSchedule results on the operator's /metrics, from status, in the real control plane.
+
+The operator runs on the host with ``--metrics-port``; the status is written the way the eval
+pods write it (the status subresource); a restarted operator exports the same values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eval_metrics_kit import (
+    AGENT,
+    apply,
+    eval_series,
+    free_port,
+    get,
+    patch_status,
+    run_status,
+    schedule,
+    scrape,
+)
+from operator_testkit import OperatorProcess, eventually
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+def _ts(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.fixture
+def metered(
+    kube: Any, namespace: str, crds: None, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[OperatorProcess, int]]:
+    kube.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", "crd/evalschedules.sleuth.dev"
+    )
+    port = free_port()
+    proc = OperatorProcess(
+        kube.kubeconfig, namespace, tmp_path / "operator.log", "--metrics-port", str(port)
+    )
+    proc.start()
+    try:
+        yield proc, port
+    finally:
+        proc.stop()
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:
+            print(f"--- operator log ---\n{proc.text()[-8000:]}")
+
+
+def test_status_results_are_exported_and_survive_a_restart(
+    kube: Any, namespace: str, metered: tuple[OperatorProcess, int]
+) -> None:
+    proc, port = metered
+    apply(kube, namespace, AGENT)
+    apply(kube, namespace, schedule("bot-nightly"))
+    created = _ts(get(kube, namespace, "evalschedule/bot-nightly")["metadata"]["creationTimestamp"])
+    base = frozenset({("namespace", namespace), ("agent", "bot"), ("eval_schedule", "bot-nightly")})
+
+    # Before any run: the last success is the creation time, nothing failed, no scores.
+    before = {
+        ("sleuth_eval_last_success_timestamp_seconds", base): created,
+        ("sleuth_eval_last_run_failed", base): 0.0,
+    }
+    eventually(
+        lambda: eval_series(scrape(port), namespace) == before,
+        what="creation time as last success, failed 0",
+    )
+
+    # A run completes: its pods write the results into status.
+    finished = "2026-11-29T03:04:05Z"
+    patch_status(
+        kube,
+        namespace,
+        "bot-nightly",
+        run_status(
+            "bot-nightly-eval-1",
+            finished,
+            faithfulness=0.72,
+            answerRelevancy=0.9,
+            contextPrecision=0.65,
+            contextRecall=0.8,
+            toolSelectionAccuracy=0.95,
+        ),
+    )
+    scores = base | {("dataset", "golden"), ("split", "test"), ("source", "eval")}
+    after = {
+        ("rag_faithfulness_score", scores): 0.72,
+        ("rag_answer_relevancy_score", scores): 0.9,
+        ("rag_context_precision_score", scores | {("form", "simple")}): 0.65,
+        ("rag_context_recall_score", scores): 0.8,
+        ("agent_tool_selection_accuracy", scores): 0.95,
+        ("sleuth_eval_last_run_timestamp_seconds", base): _ts(finished),
+        ("sleuth_eval_last_success_timestamp_seconds", base): _ts(finished),
+        ("sleuth_eval_last_run_failed", base): 0.0,
+        ("sleuth_eval_last_run_rows", base): 40.0,
+        ("sleuth_eval_last_run_failed_rows", base): 1.0,
+    }
+    eventually(
+        lambda: eval_series(scrape(port), namespace) == after, what="the run's results exported"
+    )
+    # The run's status write did not disturb the operator's own conditions.
+    conditions = get(kube, namespace, "evalschedule/bot-nightly")["status"]["conditions"]
+    assert {c["type"]: c["status"] for c in conditions}["Ready"] == "True"
+
+    # A restarted operator exports the same values, read back from status.
+    proc.stop()
+    assert eval_series(scrape(port), namespace) == {}
+    proc.start()
+    eventually(
+        lambda: eval_series(scrape(port), namespace) == after,
+        what="the same values after a restart",
+    )
+
+    # A failed run: failed is 1, the last success and its scores stay.
+    failed_at = "2026-11-30T03:05:00Z"
+    patch_status(
+        kube, namespace, "bot-nightly", run_status("bot-nightly-eval-2", failed_at, "Failed")
+    )
+    failing = {
+        **after,
+        ("sleuth_eval_last_run_failed", base): 1.0,
+        ("sleuth_eval_last_run_timestamp_seconds", base): _ts(failed_at),
+    }
+    eventually(
+        lambda: eval_series(scrape(port), namespace) == failing, what="the failed run exported"
+    )
+
+    # Deleting the schedule removes its series.
+    kube.kubectl("delete", "evalschedule", "bot-nightly", "-n", namespace)
+    eventually(
+        lambda: (s := scrape(port)) and eval_series(s, namespace) == {},
+        what="no series left for the deleted schedule",
+    )
+    assert "Traceback" not in proc.text()
