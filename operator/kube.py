@@ -68,6 +68,9 @@ NETWORK_POLICY = Resource("networking.k8s.io/v1", "NetworkPolicy", "networkpolic
 EVAL_SCHEDULE = Resource("sleuth.dev/v1alpha1", "EvalSchedule", "evalschedules")
 CRON_JOB = Resource("batch/v1", "CronJob", "cronjobs")
 PROMETHEUS_RULE = Resource("monitoring.coreos.com/v1", "PrometheusRule", "prometheusrules")
+SERVICE_ACCOUNT = Resource("v1", "ServiceAccount", "serviceaccounts")
+ROLE = Resource("rbac.authorization.k8s.io/v1", "Role", "roles")
+ROLE_BINDING = Resource("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings")
 
 RESOURCES = {
     (r.api_version, r.kind): r
@@ -83,6 +86,9 @@ RESOURCES = {
         EVAL_SCHEDULE,
         CRON_JOB,
         PROMETHEUS_RULE,
+        SERVICE_ACCOUNT,
+        ROLE,
+        ROLE_BINDING,
     )
 }
 
@@ -221,8 +227,11 @@ __all__ = [
     "EVENT",
     "FIELD_MANAGER",
     "NETWORK_POLICY",
+    "ROLE",
+    "ROLE_BINDING",
     "SECRET",
     "SERVICE",
+    "SERVICE_ACCOUNT",
     "TOOL_BINDING",
     "Kube",
     "Resource",

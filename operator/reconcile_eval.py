@@ -1,4 +1,5 @@
-"""Reconcile one EvalSchedule: its CronJob, and its PrometheusRule where that kind is served.
+"""Reconcile one EvalSchedule: its CronJob, the ServiceAccount, Role and RoleBinding its pods
+report their results with, and its PrometheusRule where that kind is served.
 
 The CronJob targets the agent's Service and, unless ``spec.judge`` says otherwise, the agent's
 model server (both read from the AgentDeployment's status). Without the AgentDeployment, or
@@ -14,7 +15,15 @@ from typing import Any
 from sleuth.api.v1alpha1.common import SecretKeyRef
 from sleuth.api.v1alpha1.evalschedule import EvalScheduleSpec
 from sleuth.operator.errors import InvalidSpec
-from sleuth.operator.kube import AGENT_DEPLOYMENT, CRON_JOB, EVAL_SCHEDULE, PROMETHEUS_RULE
+from sleuth.operator.kube import (
+    AGENT_DEPLOYMENT,
+    CRON_JOB,
+    EVAL_SCHEDULE,
+    PROMETHEUS_RULE,
+    ROLE,
+    ROLE_BINDING,
+    SERVICE_ACCOUNT,
+)
 from sleuth.operator.reconcile_common import (
     Context,
     check_secrets,
@@ -24,12 +33,14 @@ from sleuth.operator.reconcile_common import (
     secret_conditions,
     write_status,
 )
+from sleuth.operator.render.evalaccess import render_eval_access
 from sleuth.operator.render.evalrules import render_eval_rules, rule_name
 from sleuth.operator.render.evalschedule import EvalTarget, cronjob_name, render_eval_cronjob
 from sleuth.operator.status import Cond, invalid_conditions
 
 STATUS_KEYS: tuple[str, ...] = ()
-CHILDREN = [CRON_JOB]
+# Pruned in this order: the CronJob first, so no new run starts without its account.
+CHILDREN = [CRON_JOB, ROLE_BINDING, ROLE, SERVICE_ACCOUNT]
 
 
 def _selector(name: str) -> str:
@@ -88,6 +99,8 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         return _without_children(ctx, obj, "ModelEndpointUnknown", message)
 
     owner = owner_of(obj)
+    for manifest in render_eval_access(owner, agent_name):  # before the pods that use them
+        kube.apply(manifest)
     kube.apply(render_eval_cronjob(owner, spec, target, ctx.settings))
     rules_served = kube.serves(PROMETHEUS_RULE)
     if rules_served:
@@ -103,7 +116,12 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         ready = Cond("Ready", "True", "Suspended", f"CronJob {job} is suspended")
     else:
         ready = Cond("Ready", "True", "Scheduled", f"CronJob {job} runs at '{spec.schedule}'")
-    progressing = Cond("Progressing", "False", "Complete", "CronJob applied")
+    progressing = Cond(
+        "Progressing",
+        "False",
+        "Complete",
+        "CronJob and its ServiceAccount, Role, RoleBinding applied",
+    )
     if rules_served:
         degraded = Cond(
             "Degraded", "False", "AsExpected", f"alerts in PrometheusRule {rule_name(name)}"

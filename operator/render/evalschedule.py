@@ -5,6 +5,11 @@ the split and scores the answers with the judge; the ``tsa`` container (when
 ``toolSelectionAccuracy`` is among the metrics) asks the agent's model through the agent's own
 model client. The golden dataset is mounted read-only at :data:`DATASET_DIR`; results are written
 as JSON under :data:`RESULTS_DIR`. The judge defaults to the agent's model server and model.
+
+Every container reports its part of the run to the EvalSchedule's status (environment
+:data:`STATUS_ENV`, :data:`RUN_ID_ENV` = the Job's name, :data:`EXPECT_PARTS_ENV` = containers x
+pods), as the ServiceAccount ``<schedule>-eval`` (see :mod:`.evalaccess`). With
+``spec.parallelism`` N > 1 a run is an Indexed Job of N pods, pod K scoring shard K/N.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pathlib import PurePosixPath
 from sleuth.api.v1alpha1.common import SecretKeyRef
 from sleuth.api.v1alpha1.evalschedule import RAGAS_METRICS, TSA_METRIC, EvalScheduleSpec
 from sleuth.operator.render.agent import agent_name
+from sleuth.operator.render.evalaccess import eval_account_name
 from sleuth.operator.render.meta import (
     Manifest,
     Owner,
@@ -30,6 +36,12 @@ from sleuth.operator.render.meta import (
 DATASET_DIR = "/var/lib/sleuth/dataset"
 RESULTS_DIR = "/var/lib/sleuth/results"
 API_KEY_ENV = "SLEUTH_EVAL_API_KEY"  # what `sleuth eval` reads its --api-key default from
+# What `sleuth eval` reads its --status, --run-id and --expect-parts defaults from.
+STATUS_ENV = "SLEUTH_EVAL_STATUS"
+RUN_ID_ENV = "SLEUTH_EVAL_RUN_ID"
+EXPECT_PARTS_ENV = "SLEUTH_EVAL_EXPECT_PARTS"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on a Job's pods by the Job controller
+SHARD_ARG = "$(JOB_COMPLETION_INDEX)"  # expanded by the kubelet in Indexed Jobs' pods
 
 
 @dataclass(frozen=True)
@@ -77,6 +89,7 @@ def _dataset_volume(spec: EvalScheduleSpec) -> Manifest:
 
 
 def _common_args(spec: EvalScheduleSpec, target: EvalTarget, out: str) -> list[str]:
+    shard = ["--shard", f"{SHARD_ARG}/{spec.parallelism}"] if spec.parallelism > 1 else []
     args = [
         "--agent",
         target.agent,
@@ -88,6 +101,7 @@ def _common_args(spec: EvalScheduleSpec, target: EvalTarget, out: str) -> list[s
         "--no-progress",
         "--out",
         f"{RESULTS_DIR}/{out}",
+        *shard,
     ]
     if spec.dataset.name:
         args += ["--dataset", spec.dataset.name]
@@ -144,10 +158,25 @@ def tsa_args(spec: EvalScheduleSpec, target: EvalTarget) -> list[str]:
     ]
 
 
+def _report_env(owner: Owner, parts: int) -> list[Manifest]:
+    """Where and as which run each container reports its part, and how many parts make a run."""
+    job_name = {"fieldRef": {"fieldPath": f"metadata.labels['{JOB_NAME_LABEL}']"}}
+    return [
+        {"name": STATUS_ENV, "value": f"{owner.namespace}/{owner.name}"},
+        {"name": RUN_ID_ENV, "valueFrom": job_name},
+        {"name": EXPECT_PARTS_ENV, "value": str(parts)},
+    ]
+
+
 def _container(
-    name: str, args: list[str], api_key: SecretKeyRef | None, spec: EvalScheduleSpec, image: str
+    name: str,
+    args: list[str],
+    api_key: SecretKeyRef | None,
+    spec: EvalScheduleSpec,
+    image: str,
+    report: list[Manifest],
 ) -> Manifest:
-    env: list[Manifest] = [{"name": "HOME", "value": "/tmp"}]
+    env: list[Manifest] = [{"name": "HOME", "value": "/tmp"}, *report]
     if api_key is not None:
         env.append(secret_env(API_KEY_ENV, api_key.name, api_key.key))
     return {
@@ -172,13 +201,26 @@ def render_eval_cronjob(
     image = spec.image or settings.sleuth_image
     judge_key = spec.judge.api_key_secret_ref if spec.judge else target.model_api_key
     ragas = ragas_args(spec, target, owner.namespace, settings)
+    runs_ragas = any(m in RAGAS_METRICS for m in spec.metrics)
+    runs_tsa = TSA_METRIC in spec.metrics
+    report = _report_env(owner, (int(runs_ragas) + int(runs_tsa)) * spec.parallelism)
     containers: list[Manifest] = []
-    if any(m in RAGAS_METRICS for m in spec.metrics):
-        containers.append(_container("ragas", ragas, judge_key, spec, image))
-    if TSA_METRIC in spec.metrics:
+    if runs_ragas:
+        containers.append(_container("ragas", ragas, judge_key, spec, image, report))
+    if runs_tsa:
         tsa = tsa_args(spec, target)
-        containers.append(_container("tsa", tsa, target.model_api_key, spec, image))
+        containers.append(_container("tsa", tsa, target.model_api_key, spec, image, report))
     meta = metadata(cronjob_name(owner.name), owner, "eval", target.agent)
+    job: Manifest = {
+        "backoffLimit": spec.backoff_limit,
+        "activeDeadlineSeconds": spec.active_deadline_seconds,
+    }
+    if spec.parallelism > 1:
+        job |= {
+            "completionMode": "Indexed",
+            "completions": spec.parallelism,
+            "parallelism": spec.parallelism,
+        }
     return {
         "apiVersion": "batch/v1",
         "kind": "CronJob",
@@ -193,13 +235,13 @@ def render_eval_cronjob(
             "jobTemplate": {
                 "metadata": {"labels": meta["labels"]},
                 "spec": {
-                    "backoffLimit": spec.backoff_limit,
-                    "activeDeadlineSeconds": spec.active_deadline_seconds,
+                    **job,
                     "template": {
                         "metadata": {"labels": meta["labels"]},
                         "spec": {
                             "restartPolicy": "Never",
-                            "automountServiceAccountToken": False,
+                            "serviceAccountName": eval_account_name(owner.name),
+                            "automountServiceAccountToken": True,
                             "securityContext": hardened_pod(),
                             "containers": containers,
                             "volumes": [
@@ -218,7 +260,10 @@ def render_eval_cronjob(
 __all__ = [
     "API_KEY_ENV",
     "DATASET_DIR",
+    "EXPECT_PARTS_ENV",
     "RESULTS_DIR",
+    "RUN_ID_ENV",
+    "STATUS_ENV",
     "EvalTarget",
     "agent_url",
     "cronjob_name",

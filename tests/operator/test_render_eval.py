@@ -1,4 +1,5 @@
-"""An EvalSchedule renders exactly the checked-in CronJob and PrometheusRule (golden files).
+"""An EvalSchedule renders exactly the checked-in CronJob, ServiceAccount + Role + RoleBinding and
+PrometheusRule (golden files); the pods report to status as their own account; the rules.
 
 Regenerate after an intended change with ``SLEUTH_UPDATE_GOLDEN=1 pytest tests/operator`` and
 review the diff.
@@ -16,8 +17,10 @@ from operator_testkit import GOLDEN
 
 from sleuth.api.v1alpha1 import EvalScheduleSpec
 from sleuth.api.v1alpha1.common import SecretKeyRef
+from sleuth.evals.splits import parse_shard
 from sleuth.operator.render import Owner, RenderSettings
-from sleuth.operator.render.evalrules import SCORE_ALERTS, render_eval_rules
+from sleuth.operator.render.evalaccess import render_eval_access
+from sleuth.operator.render.evalrules import ALERT_NAMES, SCORE_ALERTS, render_eval_rules
 from sleuth.operator.render.evalschedule import EvalTarget, render_eval_cronjob
 
 pytestmark = pytest.mark.unit
@@ -43,13 +46,18 @@ def _spec(**over: Any) -> EvalScheduleSpec:
 
 def _rendered() -> dict[str, dict[str, Any]]:
     spec = _spec()
+    sharded = _spec(parallelism=4, metrics=["faithfulness", "toolSelectionAccuracy"])
     return {
         "eval-cronjob": render_eval_cronjob(OWNER, spec, TARGET, SETTINGS),
+        "eval-cronjob-sharded": render_eval_cronjob(OWNER, sharded, TARGET, SETTINGS),
+        "eval-access": {"items": render_eval_access(OWNER, "contracts")},
         "eval-rules": render_eval_rules(OWNER, spec, SETTINGS),
     }
 
 
-@pytest.mark.parametrize("part", ["eval-cronjob", "eval-rules"])
+@pytest.mark.parametrize(
+    "part", ["eval-cronjob", "eval-cronjob-sharded", "eval-access", "eval-rules"]
+)
 def test_render_matches_golden(part: str) -> None:
     text = yaml.safe_dump(_rendered()[part], sort_keys=True, width=100)
     path = GOLDEN / f"{part}.yaml"
@@ -147,18 +155,40 @@ def test_suspend_and_history_limits_come_from_the_spec() -> None:
     )
 
 
+def _eval_rules(spec: EvalScheduleSpec) -> dict[str, dict[str, Any]]:
+    """The rules by alert name; the online twin of an alert under ``<alert>/online``."""
+    rules = render_eval_rules(OWNER, spec, SETTINGS)["spec"]["groups"][0]["rules"]
+    out: dict[str, dict[str, Any]] = {}
+    for rule in rules:
+        key = rule["alert"] + ("/online" if rule["labels"].get("source") == "online" else "")
+        assert key not in out, f"{key} rendered twice"
+        out[key] = rule
+    return out
+
+
 def test_faithfulness_alert_is_the_seed_rule() -> None:
-    rules = {r["alert"]: r for r in _rendered()["eval-rules"]["spec"]["groups"][0]["rules"]}
+    rules = _eval_rules(_spec())
     rule = rules["RAGFaithfulnessLow"]
     assert rule["expr"] == (
         'avg_over_time(rag_faithfulness_score{namespace="team-a", agent="contracts", '
-        'eval_schedule="contracts-nightly"}[30m]) < 0.8'
+        'eval_schedule="contracts-nightly", source!="online"}[30m]) < 0.8'
     )
     assert rule["for"] == "10m"
     assert rule["labels"]["severity"] == "warning"
     assert rule["annotations"]["runbook_url"].endswith("/docs/runbooks/RAGFaithfulnessLow.md")
-    assert set(rules) == {a.alert for a in SCORE_ALERTS}
+    assert set(rules) == {
+        *(a.alert for a in SCORE_ALERTS),
+        "RAGFaithfulnessLow/online",
+        "RAGAnswerRelevancyLow/online",
+        "RAGEvalFailing",
+        "RAGEvalStale",
+    }
+    assert set(ALERT_NAMES) == {key.split("/")[0] for key in rules}
     assert 'form="simple"' in rules["RAGContextPrecisionLow"]["expr"]
+    for rule in rules.values():
+        assert set(rule["annotations"]) == {"summary", "description", "runbook_url"}
+        assert rule["annotations"]["runbook_url"].endswith(f"/{rule['alert']}.md")
+        assert rule["labels"]["eval_schedule"] == "contracts-nightly"
     assert rules["AgentToolSelectionAccuracyLow"]["expr"].startswith(
         "avg_over_time(agent_tool_selection_accuracy{"
     )
@@ -171,6 +201,171 @@ def test_thresholds_and_windows_come_from_the_spec() -> None:
         metrics=["faithfulness"],
     )
     rules = render_eval_rules(OWNER, spec, SETTINGS)["spec"]["groups"][0]["rules"]
-    assert [r["alert"] for r in rules] == ["RAGFaithfulnessLow"]
-    assert rules[0]["expr"].endswith("[1m]) < 0.9")
-    assert rules[0]["for"] == "30s"
+    assert [r["alert"] for r in rules] == [
+        "RAGFaithfulnessLow",
+        "RAGFaithfulnessLow",
+        "RAGEvalFailing",
+        "RAGEvalStale",
+    ]
+    for rule in rules[:2]:
+        assert rule["expr"].endswith("[1m])) < 0.9" if "avg by" in rule["expr"] else "[1m]) < 0.9")
+        assert rule["for"] == "30s"
+
+
+def _pod(cronjob: dict[str, Any]) -> dict[str, Any]:
+    pod: dict[str, Any] = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    return pod
+
+
+def _env(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in container["env"]}
+
+
+@pytest.mark.parametrize(
+    ("metrics", "parallelism", "parts"),
+    [
+        (None, 1, 2),  # default metrics: a ragas and a tsa container
+        (["faithfulness", "contextRecall"], 1, 1),
+        (["toolSelectionAccuracy"], 3, 3),
+        (None, 4, 8),
+    ],
+)
+def test_each_container_reports_its_part_to_this_schedules_status(
+    metrics: list[str] | None, parallelism: int, parts: int
+) -> None:
+    over: dict[str, Any] = {"parallelism": parallelism}
+    if metrics is not None:
+        over["metrics"] = metrics
+    pod = _pod(render_eval_cronjob(OWNER, _spec(**over), TARGET, SETTINGS))
+    assert pod["serviceAccountName"] == "contracts-nightly-eval"
+    assert pod["automountServiceAccountToken"] is True
+    assert pod["containers"]
+    for container in pod["containers"]:
+        env = _env(container)
+        assert env["SLEUTH_EVAL_STATUS"]["value"] == "team-a/contracts-nightly"
+        assert env["SLEUTH_EVAL_EXPECT_PARTS"]["value"] == str(parts)
+        assert env["SLEUTH_EVAL_RUN_ID"]["valueFrom"] == {
+            "fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/job-name']"}
+        }
+
+
+def test_parallelism_makes_an_indexed_job_whose_pods_score_one_shard_each() -> None:
+    cronjob = render_eval_cronjob(OWNER, _spec(parallelism=4), TARGET, SETTINGS)
+    job = cronjob["spec"]["jobTemplate"]["spec"]
+    assert (job["completionMode"], job["completions"], job["parallelism"]) == ("Indexed", 4, 4)
+    for name, container in _containers(cronjob).items():
+        args = container["args"]
+        assert args[args.index("--shard") + 1] == "$(JOB_COMPLETION_INDEX)/4", name
+        # What the kubelet hands pod 3 after expanding $(JOB_COMPLETION_INDEX):
+        expanded = [a.replace("$(JOB_COMPLETION_INDEX)", "3") for a in args]
+        assert parse_shard(_parse_eval_args(expanded).shard) == (3, 4)
+
+
+def test_one_pod_runs_a_plain_job_over_the_whole_set() -> None:
+    cronjob = _rendered()["eval-cronjob"]
+    job = cronjob["spec"]["jobTemplate"]["spec"]
+    assert not {"completionMode", "completions", "parallelism"} & set(job)
+    for container in _containers(cronjob).values():
+        assert _parse_eval_args(container["args"]).shard is None
+
+
+def test_the_pods_may_patch_only_this_schedules_status() -> None:
+    account, role, binding = render_eval_access(OWNER, "contracts")
+    assert [m["kind"] for m in (account, role, binding)] == [
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+    ]
+    assert {m["metadata"]["name"] for m in (account, role, binding)} == {"contracts-nightly-eval"}
+    assert role["rules"] == [
+        {
+            "apiGroups": ["sleuth.dev"],
+            "resources": ["evalschedules"],
+            "resourceNames": ["contracts-nightly"],
+            "verbs": ["get"],
+        },
+        {
+            "apiGroups": ["sleuth.dev"],
+            "resources": ["evalschedules/status"],
+            "resourceNames": ["contracts-nightly"],
+            "verbs": ["get", "patch"],
+        },
+    ]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": "contracts-nightly-eval",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "contracts-nightly-eval", "namespace": NS}
+    ]
+    for manifest in (account, role, binding):
+        meta = manifest["metadata"]
+        assert meta["namespace"] == NS
+        assert meta["ownerReferences"][0]["uid"] == OWNER.uid
+        # the labels the reconcile prunes by, like the CronJob's
+        assert meta["labels"]["app.kubernetes.io/instance"] == "contracts-nightly"
+        assert meta["labels"]["app.kubernetes.io/component"] == "eval"
+        assert meta["labels"]["app.kubernetes.io/managed-by"] == "sleuth-operator"
+
+
+def test_online_twins_watch_the_agents_live_scores() -> None:
+    rules = _eval_rules(_spec())
+    online = rules["RAGFaithfulnessLow/online"]
+    assert online["expr"] == (
+        "avg by (namespace, agent) (avg_over_time(rag_faithfulness_score{"
+        'namespace="team-a", agent="contracts", source="online"}[30m])) < 0.8'
+    )
+    assert online["for"] == "10m"
+    assert online["labels"] == {
+        "severity": "warning",
+        "eval_schedule": "contracts-nightly",
+        "source": "online",
+    }
+    relevancy = rules["RAGAnswerRelevancyLow/online"]["expr"]
+    assert (
+        'rag_answer_relevancy_score{namespace="team-a", agent="contracts", source="online"}'
+        in relevancy
+    )
+    assert relevancy.endswith("[30m])) < 0.7")
+    for alert in ("RAGContextPrecisionLow", "RAGContextRecallLow", "AgentToolSelectionAccuracyLow"):
+        assert 'source!="online"' in rules[alert]["expr"]
+        assert f"{alert}/online" not in rules
+    off = _eval_rules(_spec(alerts={"onlineScores": False}))
+    assert not [key for key in off if key.endswith("/online")]
+    assert "RAGFaithfulnessLow" in off
+
+
+def test_failing_alert_reads_the_last_run_outcome() -> None:
+    rule = _eval_rules(_spec())["RAGEvalFailing"]
+    assert rule["expr"] == (
+        'sleuth_eval_last_run_failed{namespace="team-a", agent="contracts", '
+        'eval_schedule="contracts-nightly"} == 1'
+    )
+    assert "lastRunMessage" in rule["annotations"]["description"]
+
+
+@pytest.mark.parametrize(
+    ("over", "seconds"),
+    [
+        ({}, 43200),  # every 6 hours: stale after 12h
+        ({"schedule": "0 3 * * *"}, 172800),
+        ({"schedule": "30 2 * * 1-5"}, 2 * 3 * 86400),  # Friday to Monday
+        ({"alerts": {"staleAfter": "90m"}}, 5400),
+        ({"schedule": "0 0 30 2 *", "alerts": {"staleAfter": "2d"}}, 172800),
+    ],
+)
+def test_stale_alert_waits_two_schedule_gaps_or_stale_after(
+    over: dict[str, Any], seconds: int
+) -> None:
+    rule = _eval_rules(_spec(**over))["RAGEvalStale"]
+    assert rule["expr"] == (
+        'time() - sleuth_eval_last_success_timestamp_seconds{namespace="team-a", '
+        f'agent="contracts", eval_schedule="contracts-nightly"}} > {seconds}'
+    )
+
+
+def test_no_stale_alert_while_suspended_or_when_the_schedule_never_fires() -> None:
+    assert "RAGEvalStale" not in _eval_rules(_spec(suspend=True))
+    assert "RAGEvalFailing" in _eval_rules(_spec(suspend=True))
+    assert "RAGEvalStale" not in _eval_rules(_spec(schedule="0 0 30 2 *"))

@@ -180,7 +180,7 @@ class Thresholds(SpecModel):
 
 
 class AlertSpec(SpecModel):
-    """How the rendered alerts average and how long a low score must last."""
+    """How the rendered alerts average, how long a low score must last, and when runs are stale."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -198,6 +198,18 @@ class AlertSpec(SpecModel):
     )
     severity: Literal["info", "warning", "critical"] = Field(
         default="warning", description="Value of the 'severity' label (default warning)."
+    )
+    online_scores: bool = Field(
+        default=True,
+        description="Also alert on the scores the agent samples from live traffic "
+        '(faithfulness and answer relevancy, source="online"), with the same thresholds, '
+        "window and duration (default true).",
+    )
+    stale_after: str | None = Field(
+        default=None,
+        pattern=DURATION_PATTERN,
+        description="RAGEvalStale fires when no run has succeeded for this long (Prometheus "
+        "duration); default: twice the longest gap between consecutive runs of spec.schedule.",
     )
 
 
