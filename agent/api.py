@@ -127,6 +127,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = AgentService(config, name=name, tools=tools)
         app.state.service = service
+        await service.start()
         try:
             yield
         finally:

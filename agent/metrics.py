@@ -1,7 +1,9 @@
 """Prometheus metrics of the agent service, filled from each run's trace.
 
-All series carry an ``agent`` label (the agent's name) so that one Prometheus can tell agents
-apart. Each :class:`AgentMetrics` owns its registry, served at ``/metrics``.
+All series carry an ``agent`` label (the agent's name, ``SLEUTH_AGENT_NAME``: the
+AgentDeployment's name in a cluster) so that one Prometheus can tell agents apart. Each
+:class:`AgentMetrics` owns its registry, served at ``/metrics``; :class:`OnlineEvalMetrics` adds
+the online evaluation's scores and counters to it.
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ class AgentMetrics:
         self.in_flight = Gauge(
             "sleuth_agent_requests_in_flight", "Requests being served.", ["agent"], registry=r
         )
+        self.online = OnlineEvalMetrics(agent, r)
 
     def observe_trace(self, trace: Trace, endpoint: str) -> None:
         a = self.agent
@@ -122,3 +125,89 @@ class AgentMetrics:
                 self.tool_seconds.labels(a, call.tool).observe(call.duration_ms / 1000)
         if trace.malformed_tool_calls:
             self.malformed_tool_calls.labels(a).inc(trace.malformed_tool_calls)
+
+
+ONLINE = "online"
+"""``source`` label of the scores the agent computes on live traffic (the operator's are
+``source="eval"``)."""
+
+
+class OnlineEvalMetrics:
+    """Online evaluation: score gauges (no series until the first score) and counters.
+
+    ``rag_faithfulness_score`` and ``rag_answer_relevancy_score`` carry ``{agent,
+    source="online"}``; their value is the mean of the last ``window`` scored samples.
+    """
+
+    def __init__(self, agent: str, registry: CollectorRegistry) -> None:
+        self.agent = agent
+        r = registry
+        window = "mean of the last onlineEval.window scored samples of live traffic"
+        self.scores = {
+            "faithfulness": Gauge(
+                "rag_faithfulness_score",
+                f"RAGAS faithfulness of sampled answers ({window}).",
+                ["agent", "source"],
+                registry=r,
+            ),
+            "answer_relevancy": Gauge(
+                "rag_answer_relevancy_score",
+                f"RAGAS answer relevancy of sampled answers ({window}).",
+                ["agent", "source"],
+                registry=r,
+            ),
+        }
+        self.window_samples = Gauge(
+            "sleuth_agent_online_eval_window_samples",
+            "Scored samples the online score gauges currently average (at most the window).",
+            ["agent", "metric"],
+            registry=r,
+        )
+        self.sampled = Counter(
+            "sleuth_agent_online_eval_sampled_total",
+            "Answered requests sampled for online evaluation, by metric (queued or dropped).",
+            ["agent", "metric"],
+            registry=r,
+        )
+        self.dropped = Counter(
+            "sleuth_agent_online_eval_dropped_total",
+            "Samples dropped because the online-eval queue was full, by metric.",
+            ["agent", "metric"],
+            registry=r,
+        )
+        self.scored = Counter(
+            "sleuth_agent_online_eval_scored_total",
+            "Samples the judge scored, by metric.",
+            ["agent", "metric"],
+            registry=r,
+        )
+        self.errors = Counter(
+            "sleuth_agent_online_eval_errors_total",
+            "Samples the judge failed to score, by metric and reason (timeout, connection, "
+            "http_<status>, unparsable, truncated, no_verdicts, bad_response, error).",
+            ["agent", "metric", "reason"],
+            registry=r,
+        )
+        self.skipped = Counter(
+            "sleuth_agent_online_eval_skipped_total",
+            "Samples a metric cannot score, by reason (no_contexts: nothing was retrieved).",
+            ["agent", "metric", "reason"],
+            registry=r,
+        )
+        self.queue_depth = Gauge(
+            "sleuth_agent_online_eval_queue_depth",
+            "Sampled answers waiting to be scored.",
+            ["agent"],
+            registry=r,
+        )
+
+    def start(self, metrics: list[str]) -> None:
+        """Show the counters at 0 from the start, so rate() sees the first increase."""
+        self.queue_depth.labels(self.agent).set(0)
+        for m in metrics:
+            for counter in (self.sampled, self.dropped, self.scored):
+                counter.labels(self.agent, m)
+
+    def set_score(self, metric: str, mean: float, samples: int) -> None:
+        self.scores[metric].labels(self.agent, ONLINE).set(mean)
+        self.window_samples.labels(self.agent, metric).set(samples)

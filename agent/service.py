@@ -2,16 +2,13 @@
 
 Admission is a counter, not a queue: beyond ``maxConcurrentRequests`` a request is refused at
 once (:class:`Overloaded` → HTTP 429 with Retry-After), so load never piles up without bound.
-A sampled share (``onlineEval.sampleRate``) of traces is logged as JSON lines on the
-``sleuth.agent.online_eval`` logger for online evaluation.
+A sampled share (``onlineEval.sampleRate``) of answered requests is handed to the
+:class:`~sleuth.agent.onlineeval.OnlineEvaluator`, which scores it off the request path.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import os
-import random
 from typing import Any
 
 from sleuth.agent.cache import ToolCache
@@ -19,12 +16,11 @@ from sleuth.agent.errors import AgentError
 from sleuth.agent.llm import OpenAIChatModel
 from sleuth.agent.loop import Agent, AgentResult, LoopSettings
 from sleuth.agent.metrics import AgentMetrics
+from sleuth.agent.onlineeval import OnlineEvaluator
 from sleuth.agent.registry import bind_tools
 from sleuth.agent.router import RouterModel
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.api.agent_config import AgentConfig
-
-online_eval_log = logging.getLogger("sleuth.agent.online_eval")
 
 
 class Overloaded(AgentError):
@@ -70,9 +66,15 @@ class AgentService:
         self.agent = router if planner.mode == "router" else Agent(self.model, runner, settings)
         self.fallback = router if planner.mode == "llm" and planner.fallback_to_router else None
         self.metrics = AgentMetrics(name)
+        self.online_eval = OnlineEvaluator(config, self.metrics.online)
         self.in_flight = 0
 
+    async def start(self) -> None:
+        """Start what runs beside the requests (the online evaluator's workers)."""
+        await self.online_eval.start()
+
     async def aclose(self) -> None:
+        await self.online_eval.aclose()
         await self.model.aclose()
 
     def admit(self) -> None:
@@ -103,15 +105,7 @@ class AgentService:
         if result.trace.stop_reason == "model_error" and self.fallback is not None:
             result = await self._degrade(result, question, history)
         self.metrics.observe_trace(result.trace, endpoint)
-        rate = self.config.online_eval.sample_rate
-        if rate > 0 and random.random() < rate:
-            record = {
-                "agent": self.name,
-                "question": question,
-                "answer": result.answer,
-                "trace": result.trace.model_dump(mode="json", by_alias=True),
-            }
-            online_eval_log.info(json.dumps(record, ensure_ascii=False))
+        self.online_eval.offer(question, result.answer, result.trace)
         return result
 
     async def _degrade(

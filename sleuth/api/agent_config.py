@@ -29,7 +29,11 @@ Example (every field but ``model`` and ``tools`` has a default)::
         type: vector_search
         endpoint: http://tool-vector-search:8080
     onlineEval:
-      sampleRate: 0.05
+      sampleRate: 0.05                          # score 5 % of answered requests online
+      judge:                                    # default: the model above
+        endpoint: http://vllm-judge:8000/v1
+        model: judge
+      embeddings: {source: local}               # answer relevancy; default: the judge's
 
 Load a file with :func:`load_agent_config`; the agent service reads the path from
 ``SLEUTH_AGENT_CONFIG`` (see ``sleuth.agent.settings``).
@@ -152,14 +156,79 @@ class ToolConfig(_Model):
         return self
 
 
+class OnlineEvalJudgeConfig(_Model):
+    """The OpenAI-compatible server and model that score sampled answers."""
+
+    endpoint: AnyHttpUrl = Field(description="Base URL of the judge's API, including /v1.")
+    model: str = Field(min_length=1, description="Model name sent to the judge.")
+    api_key_env: str | None = Field(
+        default=None,
+        description="Name of an environment variable holding the judge's API key, if needed.",
+    )
+
+
+class OnlineEvalEmbeddingsConfig(_Model):
+    """Where answer relevancy gets its embeddings (cosine of generated and asked questions)."""
+
+    source: Literal["judge", "local", "endpoint"] = Field(
+        default="judge",
+        description="`judge`: the judge's own /embeddings; `local`: all-MiniLM-L6-v2 in the "
+        "agent process; `endpoint`: the OpenAI-compatible server at `endpoint`.",
+    )
+    endpoint: AnyHttpUrl | None = Field(
+        default=None, description="Base URL (with /v1) of the embeddings server, for `endpoint`."
+    )
+    model: str = Field(
+        default="embedding", min_length=1, description="Model name sent to /embeddings."
+    )
+
+    @model_validator(mode="after")
+    def _endpoint_for_endpoint(self) -> OnlineEvalEmbeddingsConfig:
+        if (self.source == "endpoint") != (self.endpoint is not None):
+            raise ValueError(
+                "embeddings.endpoint is set exactly when embeddings.source is endpoint"
+            )
+        return self
+
+
 class OnlineEvalConfig(_Model):
-    """Sampling of production requests for online quality evaluation."""
+    """Online evaluation: a sampled share of answered requests scored off the request path.
+
+    Sampled answers wait in a bounded queue; a few workers score faithfulness and answer
+    relevancy with the judge (the metrics of ``sleuth eval ragas``) and export the mean of the
+    last ``window`` scores. A full queue drops the sample; a failing judge only counts errors.
+    """
 
     sample_rate: float = Field(
-        default=0.0,
+        default=0.05,
         ge=0,
         le=1,
-        description="Fraction of requests (0-1) whose traces are kept for online evaluation.",
+        description="Fraction (0-1) of answered requests scored online; 0 turns it off.",
+    )
+    judge: OnlineEvalJudgeConfig | None = Field(
+        default=None, description="The judge; defaults to the agent's own model server and model."
+    )
+    embeddings: OnlineEvalEmbeddingsConfig = Field(
+        default_factory=OnlineEvalEmbeddingsConfig,
+        description="Embeddings for answer relevancy (default: the judge's /embeddings).",
+    )
+    queue_size: int = Field(
+        default=100,
+        ge=1,
+        le=10000,
+        description="Sampled answers waiting to be scored; beyond it new samples are dropped.",
+    )
+    concurrency: int = Field(
+        default=2, ge=1, le=64, description="Samples scored at once (judge requests in flight)."
+    )
+    window: int = Field(
+        default=50,
+        ge=1,
+        le=10000,
+        description="Scored samples averaged into the exported score gauges.",
+    )
+    timeout_seconds: float = Field(
+        default=60.0, gt=0, le=600, description="Timeout of one judge request, in seconds."
     )
 
 
@@ -210,7 +279,8 @@ class AgentConfig(_Model):
         description="Requests served at once; beyond it the API answers 429 with Retry-After.",
     )
     online_eval: OnlineEvalConfig = Field(
-        default_factory=OnlineEvalConfig, description="Online evaluation sampling."
+        default_factory=OnlineEvalConfig,
+        description="Online evaluation of a sampled share of answered requests.",
     )
 
     @model_validator(mode="after")
@@ -245,6 +315,8 @@ __all__ = [
     "AgentConfig",
     "ModelEndpointConfig",
     "OnlineEvalConfig",
+    "OnlineEvalEmbeddingsConfig",
+    "OnlineEvalJudgeConfig",
     "PlannerConfig",
     "ToolConfig",
     "ToolType",

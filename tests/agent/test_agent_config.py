@@ -34,7 +34,7 @@ def test_round_trip_through_camel_case_file_form() -> None:
     data = config.to_file_dict()
     assert data["maxIterations"] == 5
     assert data["model"]["servedModelName"] == "llama"
-    assert data["onlineEval"] == {"sampleRate": 0.0}
+    assert data["onlineEval"]["sampleRate"] == 0.05
     assert AgentConfig.model_validate(data) == config
 
 
@@ -45,6 +45,8 @@ def test_round_trip_through_camel_case_file_form() -> None:
         ("maxIterations: 0", "maxIterations"),
         ("maxConcurrentRequests: 0", "maxConcurrentRequests"),
         ("colour: red", "colour"),
+        ("onlineEval: {sampleRate: 1.5}", "onlineEval.sampleRate"),
+        ("onlineEval: {queueSize: 0}", "onlineEval.queueSize"),
     ],
 )
 def test_bad_values_name_the_field(patch: str, field: str) -> None:
@@ -72,3 +74,20 @@ def test_ttl_keys_accept_both_spellings() -> None:
     lower = parse_agent_config(MINIMAL + "toolCacheTtlSeconds: 7\n")
     assert upper.tool_cache_ttl_seconds == lower.tool_cache_ttl_seconds == 7
     assert upper.to_file_dict()["toolCacheTtlSeconds"] == 7
+
+
+def test_online_eval_defaults_to_five_percent_judged_by_the_agents_model() -> None:
+    online = parse_agent_config(MINIMAL).online_eval
+    assert online.sample_rate == 0.05
+    assert online.judge is None
+    assert online.embeddings.source == "judge"
+    assert online.queue_size == 100
+
+
+def test_online_eval_embeddings_endpoint_goes_with_its_source() -> None:
+    with pytest.raises(ValidationError, match=r"embeddings\.endpoint"):
+        parse_agent_config(MINIMAL + "onlineEval: {embeddings: {source: endpoint}}\n")
+    with pytest.raises(ValidationError, match=r"embeddings\.endpoint"):
+        parse_agent_config(MINIMAL + "onlineEval: {embeddings: {endpoint: 'http://tei:80/v1'}}\n")
+    text = MINIMAL + "onlineEval: {embeddings: {source: endpoint, endpoint: 'http://tei:80/v1'}}\n"
+    assert str(parse_agent_config(text).online_eval.embeddings.endpoint) == "http://tei/v1"
