@@ -2,7 +2,8 @@
 
 Exit codes: 0 every threshold met; 1 a threshold missed or more failed rows than allowed;
 2 invalid input (dataset, split guard, manifest, arguments). An unreachable endpoint makes every
-case or row fail, which is counted and fails the gate (1).
+case or row fail, which is counted and fails the gate (1). 3 the results could not be written to
+the EvalSchedule given by --status (when the eval itself would have exited 0).
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ from sleuth.evals.runs import (
     EXIT_GATE,
     EXIT_INPUT,
     EXIT_OK,
+    EXIT_STATUS,
     guarded,
     run_ragas,
     run_report,
     run_tsa,
 )
+from sleuth.evals.status import EXPECT_PARTS_ENV, RUN_ID_ENV, STATUS_ENV, StatusTarget
 
-__all__ = ["EXIT_GATE", "EXIT_INPUT", "EXIT_OK", "register"]
+__all__ = ["EXIT_GATE", "EXIT_INPUT", "EXIT_OK", "EXIT_STATUS", "register"]
 
 
 def _common_outputs(p: argparse.ArgumentParser) -> None:
@@ -60,6 +63,55 @@ def _common_outputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     p.add_argument("--api-key", default=os.environ.get("SLEUTH_EVAL_API_KEY", "sk-local"))
+    _status_options(p)
+
+
+def _status_target(text: str) -> StatusTarget:
+    try:
+        return StatusTarget.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 1")
+    return value
+
+
+def _status_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("results in an EvalSchedule's status")
+    g.add_argument(
+        "--status",
+        type=_status_target,
+        default=os.environ.get(STATUS_ENV) or None,
+        metavar="NAMESPACE/NAME",
+        help=f"write this run's part (and, from the last part, the run's results) to the "
+        f"status of this EvalSchedule (default ${STATUS_ENV}; unset: no status written)",
+    )
+    g.add_argument(
+        "--run-id",
+        default=os.environ.get(RUN_ID_ENV) or None,
+        help=f"the run this part belongs to, the same for all its parts, e.g. the Job's name "
+        f"(default ${RUN_ID_ENV}; else manual-<time>, allowed with one part only)",
+    )
+    g.add_argument(
+        "--expect-parts",
+        type=_positive,
+        default=os.environ.get(EXPECT_PARTS_ENV) or "1",
+        metavar="N",
+        help=f"parts that complete the run: containers x shards (default ${EXPECT_PARTS_ENV}, "
+        "else 1)",
+    )
+    g.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: in-cluster when KUBERNETES_SERVICE_HOST is set, else "
+        "$KUBECONFIG or ~/.kube/config)",
+    )
 
 
 def register(subparsers: Any) -> None:

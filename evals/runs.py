@@ -1,7 +1,8 @@
 """What each ``sleuth eval`` subcommand does once its arguments are parsed (parsers: cli.py).
 
 Exit codes: 0 every threshold met; 1 a threshold missed or more failed rows than allowed;
-2 invalid input (dataset, split guard, manifest, arguments).
+2 invalid input (dataset, split guard, manifest, arguments); 3 the results could not be written
+to the EvalSchedule named by ``--status`` (only when the eval itself would have exited 0).
 """
 
 from __future__ import annotations
@@ -14,19 +15,99 @@ from typing import Any
 
 from sleuth.evals.errors import EvalError
 
-EXIT_OK, EXIT_GATE, EXIT_INPUT = 0, 1, 2
+EXIT_OK, EXIT_GATE, EXIT_INPUT, EXIT_STATUS = 0, 1, 2, 3
 
 
 def guarded(fn: Any) -> Any:
+    """Errors → exit 2 with one line; with ``--status`` the run still reports a Failed part."""
+
     def wrapper(args: argparse.Namespace) -> int:
+        refused = prepare_status(args)
+        if refused is not None:
+            return refused
         try:
             code: int = fn(args)
             return code
         except (EvalError, ValueError, OSError) as exc:
             print(f"sleuth eval: error: {exc}", file=sys.stderr)
-            return EXIT_INPUT
+            return publish(args, EXIT_INPUT, error=str(exc))
+        except Exception as exc:
+            publish(args, EXIT_INPUT, error=f"unexpected {type(exc).__name__}: {exc}")
+            raise
 
     return wrapper
+
+
+def prepare_status(args: argparse.Namespace) -> int | None:
+    """Before a run that reports to an EvalSchedule: settle its run id and check it is there
+    (a typo in ``--status`` fails in a second, not after an hour of scoring)."""
+    target = getattr(args, "status", None)
+    if target is None:
+        return None
+    from sleuth.evals import status as st
+    from sleuth.evals.statuswriter import StatusWriter, api_client
+
+    if not args.run_id:
+        if args.expect_parts > 1:
+            print(
+                f"sleuth eval: error: --expect-parts {args.expect_parts} needs --run-id "
+                f"(or {st.RUN_ID_ENV}), the same for every part of the run",
+                file=sys.stderr,
+            )
+            return EXIT_INPUT
+        args.run_id = "manual-" + st.now_rfc3339().replace(":", "").replace("-", "").lower()
+    try:
+        StatusWriter(api_client(args.kubeconfig), target).read()
+    except st.StatusError as exc:
+        print(f"sleuth eval: error: EvalSchedule {target}: {exc}", file=sys.stderr)
+        return EXIT_STATUS
+    return None
+
+
+def publish(
+    args: argparse.Namespace,
+    code: int,
+    *,
+    doc: dict[str, Any] | None = None,
+    error: str | None = None,
+) -> int:
+    """Write this process's part of the run to ``--status`` (no-op without it).
+
+    ``code`` is the eval's own exit code; a failed write turns a 0 into 3 and leaves any other
+    code as it is."""
+    target = getattr(args, "status", None)
+    if target is None or not getattr(args, "run_id", None):
+        return code
+    from sleuth.evals import status as st
+    from sleuth.evals.statuswriter import StatusWriter, api_client
+
+    finished = st.now_rfc3339()
+    if doc is not None:
+        part = st.part_from_document(doc, finished_at=finished)
+        run = st.RunContext(args.run_id, args.expect_parts, doc.get("dataset"), doc.get("split"))
+    else:
+        part = st.failed_part(
+            args.eval_command, args.shard, error or "failed", finished_at=finished
+        )
+        run = st.RunContext(args.run_id, args.expect_parts)
+    try:
+        new = StatusWriter(api_client(args.kubeconfig), target).write_part(part, run)
+    except st.StatusError as exc:
+        print(
+            f"sleuth eval: error: part {part.name} of run {run.run_id} was not written to "
+            f"EvalSchedule {target}: {exc}",
+            file=sys.stderr,
+        )
+        return code or EXIT_STATUS
+    progress = new["currentRun"]
+    line = (
+        f"status: part {part.name} ({part.outcome}) of run {run.run_id} written to EvalSchedule "
+        f"{target}: {len(progress['parts'])}/{progress['expectedParts']} parts"
+    )
+    if new.get("lastRunId") == run.run_id and len(progress["parts"]) >= run.expected_parts:
+        line += f"; run {new['lastRunOutcome']}"
+    print(line)
+    return code
 
 
 def emit(doc: dict[str, Any], args: argparse.Namespace) -> int:
@@ -44,7 +125,7 @@ def emit(doc: dict[str, Any], args: argparse.Namespace) -> int:
     from sleuth.evals.report.console import print_summary
 
     print_summary(doc)
-    return EXIT_OK if doc["gate"]["passed"] else EXIT_GATE
+    return publish(args, EXIT_OK if doc["gate"]["passed"] else EXIT_GATE, doc=doc)
 
 
 def shard_of(args: argparse.Namespace) -> tuple[int, int] | None:
