@@ -27,8 +27,8 @@ $(VENV)/.installed: pyproject.toml
 bins:  ## build the test control plane's binaries into ~/.cache/sleuth (cached by version)
 	tests/cluster/build.sh >/dev/null
 
-promtool:  ## Prometheus and promtool from Debian's package
-	@command -v promtool >/dev/null || { apt-get update -qq && \
+promtool:  ## Prometheus (server, for tests/operator/test_cluster_prometheus.py) and promtool from Debian's package
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
 setup: venv bins promtool  ## everything the test suite needs

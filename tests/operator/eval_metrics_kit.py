@@ -6,9 +6,13 @@ import json
 import socket
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import yaml
+from operator_testkit import OperatorProcess
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -128,3 +132,22 @@ def eval_series(samples: Samples, namespace: str) -> Samples:
         for (name, labels), value in samples.items()
         if name.startswith(EVAL_SERIES) and ("namespace", namespace) in labels
     }
+
+
+@contextmanager
+def metered_operator(kube: Any, namespace: str, log: Path) -> Iterator[tuple[OperatorProcess, int]]:
+    """The operator on the host, watching ``namespace``, serving /metrics on a free port; its log
+    is printed when the block raises."""
+    kube.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", "crd/evalschedules.sleuth.dev"
+    )
+    port = free_port()
+    proc = OperatorProcess(kube.kubeconfig, namespace, log, "--metrics-port", str(port))
+    proc.start()
+    try:
+        yield proc, port
+    except BaseException:
+        print(f"--- operator log ---\n{proc.text()[-8000:]}")
+        raise
+    finally:
+        proc.stop()

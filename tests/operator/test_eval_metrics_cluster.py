@@ -16,8 +16,8 @@ from eval_metrics_kit import (
     AGENT,
     apply,
     eval_series,
-    free_port,
     get,
+    metered_operator,
     patch_status,
     run_status,
     schedule,
@@ -36,21 +36,11 @@ def _ts(text: str) -> float:
 def metered(
     kube: Any, namespace: str, crds: None, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[tuple[OperatorProcess, int]]:
-    kube.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd/evalschedules.sleuth.dev"
-    )
-    port = free_port()
-    proc = OperatorProcess(
-        kube.kubeconfig, namespace, tmp_path / "operator.log", "--metrics-port", str(port)
-    )
-    proc.start()
-    try:
-        yield proc, port
-    finally:
-        proc.stop()
+    with metered_operator(kube, namespace, tmp_path / "operator.log") as running:
+        yield running
         report = getattr(request.node, "rep_call", None)
         if report is not None and report.failed:
-            print(f"--- operator log ---\n{proc.text()[-8000:]}")
+            print(f"--- operator log ---\n{running[0].text()[-8000:]}")
 
 
 def test_status_results_are_exported_and_survive_a_restart(

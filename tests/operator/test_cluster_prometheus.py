@@ -1,0 +1,229 @@
+"""A real Prometheus (Debian's package) scraping the operator, with its rendered rules loaded.
+
+The operator runs on the host against the test control plane; the test reads the PrometheusRule
+the operator created, writes its groups as a rules file and starts ``prometheus`` scraping the
+operator's ``/metrics`` every second (``honor_labels``, as the chart's ServiceMonitor does).
+The EvalSchedule shortens the alert windows through its spec, so that a low faithfulness pushed
+through a status update turns ``RAGFaithfulnessLow`` pending, then firing, within seconds; a
+failed run fires ``RAGEvalFailing``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from eval_metrics_kit import (
+    AGENT,
+    apply,
+    free_port,
+    get,
+    metered_operator,
+    patch_status,
+    run_status,
+    schedule,
+)
+from operator_testkit import eventually
+
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not Path(PROMETHEUS).exists() and os.environ.get("CI") != "true",
+        reason="prometheus is not installed (make promtool)",
+    ),
+]
+
+NAME = "bot-nightly"
+GOOD = {
+    "faithfulness": 0.95,
+    "answerRelevancy": 0.9,
+    "contextPrecision": 0.7,
+    "contextRecall": 0.8,
+    "toolSelectionAccuracy": 0.95,
+}
+
+
+class Prometheus:
+    """A Prometheus server on a free port, asked through its HTTP API."""
+
+    def __init__(self, port: int, log: Path) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = log
+
+    def get(self, path: str, **params: str) -> Any:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        try:
+            with urllib.request.urlopen(f"{self.url}{path}{query}", timeout=10) as response:
+                body = response.read().decode()
+        except (urllib.error.URLError, ConnectionError):
+            return None
+        return json.loads(body) if path.startswith("/api/") else body
+
+    def ready(self) -> bool:
+        return self.get("/-/ready") is not None
+
+    def alerts(self, namespace: str) -> list[dict[str, Any]]:
+        """Active (pending or firing) alerts of the test's schedule."""
+        answer = self.get("/api/v1/alerts") or {}
+        return [
+            a
+            for a in (answer.get("data") or {}).get("alerts", [])
+            if a["labels"].get("namespace") == namespace
+            and a["labels"].get("eval_schedule") == NAME
+        ]
+
+    def value(self, query: str) -> float | None:
+        answer = self.get("/api/v1/query", query=query) or {}
+        result = (answer.get("data") or {}).get("result") or []
+        return float(result[0]["value"][1]) if result else None
+
+
+@contextmanager
+def prometheus(
+    tmp_path: Path, operator_port: int, groups: list[dict[str, Any]]
+) -> Iterator[Prometheus]:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"groups": groups}), encoding="utf-8")
+    config = tmp_path / "prometheus.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                "rule_files": [str(rules)],
+                "scrape_configs": [
+                    {
+                        "job_name": "sleuth-operator",
+                        "honor_labels": True,
+                        "scrape_timeout": "1s",
+                        "static_configs": [{"targets": [f"127.0.0.1:{operator_port}"]}],
+                    }
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
+    port = free_port()
+    log = tmp_path / "prometheus.log"
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [
+                PROMETHEUS,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--log.level=warn",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    server = Prometheus(port, log)
+    try:
+        eventually(
+            lambda: proc.poll() is None and server.ready(), timeout=60, what="Prometheus ready"
+        )
+        yield server
+    except BaseException:
+        print(f"--- prometheus log ---\n{log.read_text(errors='replace')[-4000:]}")
+        raise
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _now() -> str:
+    """Runs finish now: a run time far in the past would (rightly) fire RAGEvalStale."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _alert(prom: Prometheus, namespace: str, name: str, state: str) -> dict[str, Any]:
+    for a in prom.alerts(namespace):
+        if a["labels"]["alertname"] == name and a["state"] == state:
+            return a
+    return {}
+
+
+def test_low_faithfulness_goes_pending_then_firing_and_a_failed_run_fires(
+    kube: Any, namespace: str, crds: None, tmp_path: Path
+) -> None:
+    with metered_operator(kube, namespace, tmp_path / "operator.log") as (operator, port):
+        apply(kube, namespace, AGENT)
+        apply(kube, namespace, schedule(NAME, alerts={"window": "20s", "for": "5s"}))
+        rule = eventually(
+            lambda: get(kube, namespace, f"prometheusrule/{NAME}-eval-alerts"),
+            what="the PrometheusRule",
+        )
+        groups = rule["spec"]["groups"]
+        loaded = {r["alert"] for g in groups for r in g["rules"]}
+        assert {"RAGFaithfulnessLow", "RAGEvalFailing"} <= loaded
+
+        # A good run first: Prometheus sees the scores, nothing alerts.
+        patch_status(kube, namespace, NAME, run_status("run-1", _now(), **GOOD))
+        with prometheus(tmp_path, port, groups) as prom:
+            where = f'namespace="{namespace}", eval_schedule="{NAME}"'
+            eventually(
+                lambda: prom.value(f"rag_faithfulness_score{{{where}}}") == 0.95,
+                what="Prometheus scraped the good faithfulness",
+            )
+            assert prom.value(f"sleuth_eval_last_run_failed{{{where}}}") == 0
+            assert prom.alerts(namespace) == []
+
+            # A low faithfulness: its 20s average sinks below 0.80, pending for 5s, then firing.
+            low = {**GOOD, "faithfulness": 0.5}
+            patch_status(kube, namespace, NAME, run_status("run-2", _now(), **low))
+            pending = eventually(
+                lambda: _alert(prom, namespace, "RAGFaithfulnessLow", "pending"),
+                what="RAGFaithfulnessLow pending",
+            )
+            firing = eventually(
+                lambda: _alert(prom, namespace, "RAGFaithfulnessLow", "firing"),
+                what="RAGFaithfulnessLow firing",
+            )
+            assert pending["labels"] == firing["labels"]
+            labels = firing["labels"]
+            assert labels["severity"] == "warning"
+            assert labels["agent"] == "bot"
+            assert (labels["dataset"], labels["split"], labels["source"]) == (
+                "golden",
+                "test",
+                "eval",
+            )
+            annotations = firing["annotations"]
+            assert annotations["runbook_url"].endswith("/docs/runbooks/RAGFaithfulnessLow.md")
+            assert annotations["summary"] == f"Faithfulness of agent {namespace}/bot is below 0.8."
+            assert "rag_faithfulness_score" in annotations["description"]
+            assert 0.5 <= float(firing["value"]) < 0.8  # the 20s average, not the raw score
+            # Every other score is above its threshold: only faithfulness alerts.
+            assert {a["labels"]["alertname"] for a in prom.alerts(namespace)} == {
+                "RAGFaithfulnessLow"
+            }
+
+            # A failed run: RAGEvalFailing fires (no 'for'); the scores of the last success stay.
+            patch_status(kube, namespace, NAME, run_status("run-3", _now(), "Failed"))
+            failing = eventually(
+                lambda: _alert(prom, namespace, "RAGEvalFailing", "firing"),
+                what="RAGEvalFailing firing",
+            )
+            assert failing["labels"]["agent"] == "bot"
+            assert failing["annotations"]["runbook_url"].endswith(
+                "/docs/runbooks/RAGEvalFailing.md"
+            )
+            assert prom.value(f"rag_faithfulness_score{{{where}}}") == 0.5
+        assert "Traceback" not in operator.text()
