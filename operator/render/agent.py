@@ -2,6 +2,8 @@
 
 The ConfigMap holds exactly :class:`sleuth.api.agent_config.AgentConfig`, the file the agent reads
 from ``SLEUTH_AGENT_CONFIG``; its digest is a pod-template annotation, so a change rolls the pods.
+``SLEUTH_AGENT_NAME`` is the AgentDeployment's name: the ``agent`` label of the agent's metrics
+(the online evaluation's ``rag_*_score{agent, source="online"}`` included).
 """
 
 from __future__ import annotations
@@ -11,8 +13,19 @@ from dataclasses import dataclass
 import yaml
 from pydantic import AnyHttpUrl
 
-from sleuth.api.agent_config import AgentConfig, ModelEndpointConfig, OnlineEvalConfig, ToolConfig
-from sleuth.api.v1alpha1.agentdeployment import SINGLE_CALL_PARSERS, AgentDeploymentSpec
+from sleuth.api.agent_config import (
+    AgentConfig,
+    ModelEndpointConfig,
+    OnlineEvalConfig,
+    OnlineEvalEmbeddingsConfig,
+    OnlineEvalJudgeConfig,
+    ToolConfig,
+)
+from sleuth.api.v1alpha1.agentdeployment import (
+    SINGLE_CALL_PARSERS,
+    AgentDeploymentSpec,
+    OnlineEvalSpec,
+)
 from sleuth.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.operator.render.meta import (
     Manifest,
@@ -33,6 +46,7 @@ from sleuth.operator.render.tool import tool_description, tool_endpoint
 CONFIG_DIR = "/etc/sleuth/agent"
 CONFIG_FILE = "config.yaml"
 MODEL_API_KEY_ENV = "SLEUTH_MODEL_API_KEY"
+JUDGE_API_KEY_ENV = "SLEUTH_ONLINE_EVAL_JUDGE_API_KEY"
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,31 @@ def agent_name(owner: Owner) -> str:
 def agent_endpoint(owner: Owner, settings: RenderSettings) -> str:
     """Base URL of the agent's OpenAI-compatible API."""
     return service_url(agent_name(owner), owner.namespace, settings.agent_port, "/v1")
+
+
+def online_eval_config(online: OnlineEvalSpec) -> OnlineEvalConfig:
+    """``onlineEval`` of the file; without a judge the agent asks its own model server."""
+    judge = online.judge
+    emb = online.embeddings
+    return OnlineEvalConfig(
+        sample_rate=online.sample_rate,
+        judge=OnlineEvalJudgeConfig(
+            endpoint=AnyHttpUrl(judge.endpoint),
+            model=judge.model,
+            api_key_env=JUDGE_API_KEY_ENV if judge.api_key_secret_ref else None,
+        )
+        if judge is not None
+        else None,
+        embeddings=OnlineEvalEmbeddingsConfig(
+            source=emb.source,
+            endpoint=AnyHttpUrl(emb.endpoint) if emb.endpoint else None,
+            model=emb.model,
+        ),
+        queue_size=online.queue_size,
+        concurrency=online.concurrency,
+        window=online.window,
+        timeout_seconds=float(online.timeout_seconds),
+    )
 
 
 def agent_config(
@@ -89,7 +128,7 @@ def agent_config(
         tool_cache_ttl_seconds=agent.tool_cache_ttl_seconds,
         request_timeout_seconds=agent.request_timeout_seconds,
         max_concurrent_requests=agent.max_concurrent_requests,
-        online_eval=OnlineEvalConfig(sample_rate=agent.online_eval_sample_rate),
+        online_eval=online_eval_config(agent.online_eval),
     )
 
 
@@ -104,10 +143,17 @@ def render_agent(
     config = agent_config(owner, spec, bindings, settings).to_file_dict()
     data = {CONFIG_FILE: yaml.safe_dump(config, sort_keys=True, allow_unicode=True)}
     selector = selector_labels("agent", owner.name)
-    env: list[Manifest] = [{"name": "SLEUTH_AGENT_CONFIG", "value": f"{CONFIG_DIR}/{CONFIG_FILE}"}]
+    env: list[Manifest] = [
+        {"name": "SLEUTH_AGENT_CONFIG", "value": f"{CONFIG_DIR}/{CONFIG_FILE}"},
+        {"name": "SLEUTH_AGENT_NAME", "value": owner.name},
+    ]
     if spec.model.api_key_secret_ref is not None:
         ref = spec.model.api_key_secret_ref
         env.append(secret_env(MODEL_API_KEY_ENV, ref.name, ref.key))
+    judge = spec.agent.online_eval.judge
+    if judge is not None and judge.api_key_secret_ref is not None:
+        ref = judge.api_key_secret_ref
+        env.append(secret_env(JUDGE_API_KEY_ENV, ref.name, ref.key))
     container: Manifest = {
         "name": "agent",
         "image": spec.agent.image or settings.sleuth_image,
@@ -148,4 +194,11 @@ def render_agent(
     return [configmap, deployment, service]
 
 
-__all__ = ["Binding", "agent_config", "agent_endpoint", "agent_name", "render_agent"]
+__all__ = [
+    "Binding",
+    "agent_config",
+    "agent_endpoint",
+    "agent_name",
+    "online_eval_config",
+    "render_agent",
+]
