@@ -135,14 +135,16 @@ def eval_series(samples: Samples, namespace: str) -> Samples:
 
 
 @contextmanager
-def metered_operator(kube: Any, namespace: str, log: Path) -> Iterator[tuple[OperatorProcess, int]]:
+def metered_operator(
+    kube: Any, namespace: str, log: Path, *args: str
+) -> Iterator[tuple[OperatorProcess, int]]:
     """The operator on the host, watching ``namespace``, serving /metrics on a free port; its log
     is printed when the block raises."""
     kube.kubectl(
         "wait", "--for=condition=Established", "--timeout=60s", "crd/evalschedules.sleuth.dev"
     )
     port = free_port()
-    proc = OperatorProcess(kube.kubeconfig, namespace, log, "--metrics-port", str(port))
+    proc = OperatorProcess(kube.kubeconfig, namespace, log, "--metrics-port", str(port), *args)
     proc.start()
     try:
         yield proc, port

@@ -7,7 +7,7 @@ pods write it (the status subresource); a restarted operator exports the same va
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,10 @@ from eval_metrics_kit import (
 from operator_testkit import OperatorProcess, eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _ts(text: str) -> float:
@@ -128,3 +132,37 @@ def test_status_results_are_exported_and_survive_a_restart(
         what="no series left for the deleted schedule",
     )
     assert "Traceback" not in proc.text()
+
+
+def test_a_status_write_of_the_runs_does_not_reconcile_again(
+    kube: Any, namespace: str, crds: None, tmp_path: Path
+) -> None:
+    """The pods' status writes reach /metrics from the watch event alone: no reconcile (which
+    would apply the CronJob and rules again) per write. The resync is pushed out of the way."""
+    log = tmp_path / "operator.log"
+    with metered_operator(kube, namespace, log, "--resync-seconds", "3600") as (_, port):
+        apply(kube, namespace, schedule("lonely"))  # no agent: one reconcile, AgentNotFound
+
+        def reconciles() -> float:
+            key = frozenset({("kind", "EvalSchedule"), ("outcome", "success")})
+            return scrape(port).get(("sleuth_operator_reconcile_total", key), 0.0)
+
+        def not_found() -> bool:
+            status = get(kube, namespace, "evalschedule/lonely").get("status") or {}
+            return any(c["reason"] == "AgentNotFound" for c in status.get("conditions") or [])
+
+        eventually(not_found, what="Ready=False AgentNotFound")
+        before = eventually(reconciles, what="the first reconcile counted")
+
+        base = frozenset({("namespace", namespace), ("agent", "bot"), ("eval_schedule", "lonely")})
+        scores = base | {("dataset", "golden"), ("split", "test"), ("source", "eval")}
+        faithfulness = ("rag_faithfulness_score", scores)
+        for run, value in (("run-1", 0.6), ("run-2", 0.7)):
+            patch_status(kube, namespace, "lonely", run_status(run, _now(), faithfulness=value))
+        # Events of one object are handled in order: once the second write is exported, the
+        # handler of the first one has finished (and a reconcile of it would have been counted).
+        eventually(
+            lambda: eval_series(scrape(port), namespace).get(faithfulness) == 0.7,
+            what="the second write exported",
+        )
+        assert reconciles() == before
