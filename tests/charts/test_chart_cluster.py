@@ -29,6 +29,16 @@ NAMESPACED_KINDS = (
     "poddisruptionbudgets,servicemonitors.monitoring.coreos.com,prometheusrules.monitoring.coreos.com"
 )
 CLUSTER_KINDS = "clusterroles,clusterrolebindings"
+EVAL_SCHEDULE = {
+    "apiVersion": "sleuth.dev/v1alpha1",
+    "kind": "EvalSchedule",
+    "metadata": {"name": "contracts-nightly"},
+    "spec": {
+        "agentRef": {"name": "contracts"},
+        "schedule": "0 3 * * *",
+        "dataset": {"configMapRef": {"name": "golden", "key": "golden.jsonl"}},
+    },
+}
 OPERATOR_CONTAINER = 0
 
 
@@ -179,8 +189,18 @@ def test_cluster_wide_rbac_is_least_privilege(
     assert not can(kube, sa, "delete", "namespaces")
     assert not can(kube, sa, "delete", "agentdeployments.sleuth.dev", *anywhere)
     assert not can(kube, sa, "create", "pods", *anywhere)
+    # The eval pods' account: it may create Roles and RoleBindings, but only grant what it holds
+    # (no escalate, no bind), and nothing cluster-wide.
+    assert can(kube, sa, "create", "serviceaccounts", *anywhere)
+    assert can(kube, sa, "create", "roles.rbac.authorization.k8s.io", *anywhere)
+    assert can(kube, sa, "create", "rolebindings.rbac.authorization.k8s.io", *anywhere)
+    assert can(kube, sa, "get", "evalschedules.sleuth.dev", "--subresource=status", *anywhere)
+    assert not can(kube, sa, "escalate", "roles.rbac.authorization.k8s.io", *anywhere)
+    assert not can(kube, sa, "bind", "roles.rbac.authorization.k8s.io", *anywhere)
+    assert not can(kube, sa, "bind", "clusterroles.rbac.authorization.k8s.io", *anywhere)
+    assert not can(kube, sa, "create", "serviceaccounts/token", *anywhere)
     assert not can(kube, sa, "create", "clusterroles.rbac.authorization.k8s.io")
-    assert not can(kube, sa, "create", "rolebindings.rbac.authorization.k8s.io", *anywhere)
+    assert not can(kube, sa, "create", "clusterrolebindings.rbac.authorization.k8s.io")
     assert not can(kube, sa, "update", "customresourcedefinitions.apiextensions.k8s.io")
     assert not can(kube, sa, "get", "nodes")
     kube.helm("uninstall", release, "-n", namespace, "--wait")
@@ -198,6 +218,10 @@ def test_namespace_scoped_rbac_stays_in_its_namespaces(
     assert can(kube, sa, "watch", "agentdeployments.sleuth.dev", *watched)
     assert can(kube, sa, "patch", "toolbindings.sleuth.dev", "--subresource=status", *watched)
     assert can(kube, sa, "patch", "services", *watched)
+    assert can(kube, sa, "create", "roles.rbac.authorization.k8s.io", *watched)
+    assert can(kube, sa, "delete", "rolebindings.rbac.authorization.k8s.io", *watched)
+    assert can(kube, sa, "create", "serviceaccounts", *watched)
+    assert not can(kube, sa, "create", "roles.rbac.authorization.k8s.io", "-n", third_namespace)
     assert can(kube, sa, "get", "secrets", *watched)
     assert not can(kube, sa, "list", "secrets", *watched)
     assert not can(kube, sa, "list", "agentdeployments.sleuth.dev", "-A")
@@ -247,8 +271,10 @@ def _run_operator_as(
     agents_in: str,
     timeout: float = 90,
 ) -> tuple[dict[str, Any], str]:
-    """Run `sleuth operator` with the ServiceAccount's token; apply the example agent; wait for
-    its status. Returns the status and the operator's log."""
+    """Run `sleuth operator` with the ServiceAccount's token; apply the example agent and an
+    EvalSchedule of it; wait for the agent's status and for the schedule's CronJob and the
+    ServiceAccount, Role and RoleBinding of its pods (the operator may create that Role only
+    because it holds every permission in it). Returns the status and the operator's log."""
     kube.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CHART / "crds"))
     kubeconfig = _token_kubeconfig(kube, release_namespace, sa, tmp_path / "sa.kubeconfig")
     log = tmp_path / "operator.log"
@@ -269,6 +295,15 @@ def _run_operator_as(
             return status.get("observedGeneration") == obj["metadata"]["generation"] and status
 
         status = _eventually(reconciled, timeout, "the AgentDeployment's status is written")
+        kube.kubectl("apply", "-n", agents_in, "-f", "-", input=yaml.safe_dump(EVAL_SCHEDULE))
+        children = "cronjob/contracts-nightly-eval,serviceaccount/contracts-nightly-eval,"
+        children += "role/contracts-nightly-eval,rolebinding/contracts-nightly-eval"
+
+        def eval_children() -> bool:
+            found = kube.kubectl("get", children, "-n", agents_in, "-o", "name", check=False)
+            return found.returncode == 0 and len(found.stdout.split()) == 4
+
+        _eventually(eval_children, timeout, "the EvalSchedule's CronJob and RBAC objects")
     finally:
         proc.terminate()
         try:

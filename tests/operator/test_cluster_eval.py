@@ -1,6 +1,8 @@
-"""An EvalSchedule in the real control plane: its CronJob and PrometheusRule appear with the
-expected fields, a Job can be made from the CronJob, a bad cron is refused by the apiserver, and
-without its AgentDeployment the children are removed and the condition says why.
+"""An EvalSchedule in the real control plane: its CronJob, the ServiceAccount, Role and
+RoleBinding of its pods and its PrometheusRule appear with the expected fields; a Job can be made
+from the CronJob (an Indexed one with parallelism); the pods' account may patch this schedule's
+status and no other's; deleting the schedule removes them all; a bad cron is refused by the
+apiserver; without its AgentDeployment the children are removed and the condition says why.
 """
 
 from __future__ import annotations
@@ -54,6 +56,42 @@ def _condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
     return None
 
 
+SHARDED = {
+    "apiVersion": "sleuth.dev/v1alpha1",
+    "kind": "EvalSchedule",
+    "metadata": {"name": "bot-sharded"},
+    "spec": {
+        "agentRef": {"name": "bot"},
+        "schedule": "*/30 * * * *",
+        "dataset": {"configMapRef": {"name": "golden", "key": "golden.jsonl"}},
+        "metrics": ["faithfulness", "toolSelectionAccuracy"],
+        "parallelism": 3,
+        "alerts": {"onlineScores": False, "staleAfter": "3h"},
+    },
+}
+
+
+def _children(name: str) -> list[str]:
+    return [
+        f"cronjob/{name}-eval",
+        f"serviceaccount/{name}-eval",
+        f"role/{name}-eval",
+        f"rolebinding/{name}-eval",
+        f"prometheusrule/{name}-eval-alerts",
+    ]
+
+
+def _can(kube: Any, namespace: str, schedule: str, verb: str, what: str, *more: str) -> bool:
+    """`kubectl auth can-i` as the ServiceAccount of ``schedule``'s pods."""
+    sa = f"system:serviceaccount:{namespace}:{schedule}-eval"
+    out = kube.kubectl(
+        "auth", "can-i", verb, what, *more, f"--as={sa}", "-n", namespace, check=False
+    )
+    answer = out.stdout.strip()
+    assert answer in ("yes", "no"), out.stderr
+    return answer == "yes"
+
+
 def _reason(kube: Any, namespace: str) -> str:
     cond = _condition(_get(kube, namespace, "evalschedule/bot-nightly"), "Ready")
     return str(cond["reason"]) if cond else ""
@@ -89,10 +127,12 @@ def test_eval_schedule_renders_its_cronjob_and_rule(
         lambda: _found(kube, namespace, "prometheusrule/bot-nightly-eval-alerts"),
         what="the PrometheusRule",
     )
-    rules = {r["alert"]: r for r in rule["spec"]["groups"][0]["rules"]}
+    rules = {
+        r["alert"]: r for r in rule["spec"]["groups"][0]["rules"] if "source" not in r["labels"]
+    }
     assert rules["RAGFaithfulnessLow"]["expr"] == (
         f'avg_over_time(rag_faithfulness_score{{namespace="{namespace}", agent="bot", '
-        'eval_schedule="bot-nightly"}[2m]) < 0.8'
+        'eval_schedule="bot-nightly", source!="online"}[2m]) < 0.8'
     )
     assert rules["RAGFaithfulnessLow"]["for"] == "1m"
 
@@ -109,12 +149,15 @@ def test_eval_schedule_renders_its_cronjob_and_rule(
     job = _get(kube, namespace, "job/manual-run")
     assert job is not None
     assert job["spec"]["template"]["spec"]["containers"][0]["args"] == args
+    assert job["spec"].get("completionMode", "NonIndexed") == "NonIndexed"
+    _check_reporting(kube, namespace, cronjob, rules)
+    _check_sharded_schedule(kube, namespace)
 
     # Without its agent, nothing is scheduled and the condition names the missing agent.
     kube.kubectl("delete", "agentdeployment/bot", "-n", namespace)
     eventually(
-        lambda: _get(kube, namespace, "cronjob/bot-nightly-eval") is None,
-        what="the CronJob pruned",
+        lambda: all(_get(kube, namespace, what) is None for what in _children("bot-nightly")),
+        what="the CronJob, ServiceAccount, Role, RoleBinding and PrometheusRule pruned",
     )
 
     def agent_not_found() -> dict[str, Any]:
@@ -149,3 +192,97 @@ def test_discovery_tells_whether_prometheus_rules_are_served(kube: Any) -> None:
     assert api.serves(PROMETHEUS_RULE)  # the test control plane installs its CRD
     assert not api.serves(Resource("example.invalid/v1", "Nothing", "nothings"))
     assert not api.serves(Resource("monitoring.coreos.com/v1", "Nothing", "nothings"))
+
+
+def _check_reporting(
+    kube: Any, namespace: str, cronjob: dict[str, Any], rules: dict[str, Any]
+) -> None:
+    """The pods report as ``bot-nightly-eval``, which may patch this schedule's status only."""
+    pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "bot-nightly-eval"
+    assert pod["automountServiceAccountToken"] is True
+    for container in pod["containers"]:
+        env = {e["name"]: e for e in container["env"]}
+        assert env["SLEUTH_EVAL_STATUS"]["value"] == f"{namespace}/bot-nightly"
+        assert env["SLEUTH_EVAL_EXPECT_PARTS"]["value"] == "2"  # ragas + tsa, one pod
+        field = env["SLEUTH_EVAL_RUN_ID"]["valueFrom"]["fieldRef"]["fieldPath"]
+        assert field == "metadata.labels['batch.kubernetes.io/job-name']"
+    for what in _children("bot-nightly"):
+        obj = eventually(lambda what=what: _found(kube, namespace, what), what=what)
+        (ref,) = obj["metadata"]["ownerReferences"]
+        assert (ref["kind"], ref["name"], ref["controller"]) == (
+            "EvalSchedule",
+            "bot-nightly",
+            True,
+        )
+    role = _found(kube, namespace, "role/bot-nightly-eval")
+    assert {tuple(r["resources"]): r["resourceNames"] for r in role["rules"]} == {
+        ("evalschedules",): ["bot-nightly"],
+        ("evalschedules/status",): ["bot-nightly"],
+    }
+    binding = _found(kube, namespace, "rolebinding/bot-nightly-eval")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "bot-nightly-eval", "namespace": namespace}
+    ]
+    # The other alerts: failing, stale after two days (runs daily), online twins.
+    assert rules["RAGEvalFailing"]["expr"] == (
+        f'sleuth_eval_last_run_failed{{namespace="{namespace}", agent="bot", '
+        'eval_schedule="bot-nightly"} == 1'
+    )
+    assert rules["RAGEvalStale"]["expr"].endswith("} > 172800")
+    full = _found(kube, namespace, "prometheusrule/bot-nightly-eval-alerts")
+    online = [r for r in full["spec"]["groups"][0]["rules"] if r["labels"].get("source")]
+    assert sorted(r["alert"] for r in online) == ["RAGAnswerRelevancyLow", "RAGFaithfulnessLow"]
+
+    status = "evalschedules.sleuth.dev/bot-nightly"
+    assert _can(kube, namespace, "bot-nightly", "patch", status, "--subresource=status")
+    assert _can(kube, namespace, "bot-nightly", "get", status, "--subresource=status")
+    assert _can(kube, namespace, "bot-nightly", "get", status)
+    assert not _can(kube, namespace, "bot-nightly", "patch", status)  # the spec: no
+    assert not _can(kube, namespace, "bot-nightly", "list", "evalschedules.sleuth.dev")
+    assert not _can(kube, namespace, "bot-nightly", "get", "secrets")
+    assert not _can(kube, namespace, "bot-nightly", "patch", "agentdeployments.sleuth.dev/bot")
+
+
+def _check_sharded_schedule(kube: Any, namespace: str) -> None:
+    """parallelism 3 makes Indexed Jobs; each schedule's account is its own; delete cleans up."""
+    _apply(kube, namespace, SHARDED)
+    cronjob = eventually(
+        lambda: _found(kube, namespace, "cronjob/bot-sharded-eval"), what="the sharded CronJob"
+    )
+    for container in cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]:
+        args = container["args"]
+        assert args[args.index("--shard") + 1] == "$(JOB_COMPLETION_INDEX)/3"
+        env = {e["name"]: e for e in container["env"]}
+        assert env["SLEUTH_EVAL_EXPECT_PARTS"]["value"] == "6"  # 2 containers x 3 pods
+    kube.kubectl("create", "job", "--from=cronjob/bot-sharded-eval", "sharded-run", "-n", namespace)
+    job = _found(kube, namespace, "job/sharded-run")
+    assert (job["spec"]["completionMode"], job["spec"]["completions"]) == ("Indexed", 3)
+    assert job["spec"]["parallelism"] == 3
+    rule = eventually(
+        lambda: _found(kube, namespace, "prometheusrule/bot-sharded-eval-alerts"),
+        what="the sharded schedule's rules",
+    )
+    rules = rule["spec"]["groups"][0]["rules"]
+    assert not [r for r in rules if r["labels"].get("source") == "online"]  # onlineScores false
+    stale = next(r for r in rules if r["alert"] == "RAGEvalStale")
+    assert stale["expr"].endswith("} > 10800")  # staleAfter 3h
+    eventually(
+        lambda: _get(kube, namespace, "rolebinding/bot-sharded-eval") is not None,
+        what="the sharded schedule's RoleBinding",
+    )
+
+    # Each schedule's pods may write their own schedule's status, not the other's.
+    sub = "--subresource=status"
+    assert _can(kube, namespace, "bot-sharded", "patch", "evalschedules/bot-sharded", sub)
+    assert not _can(kube, namespace, "bot-sharded", "patch", "evalschedules/bot-nightly", sub)
+    assert not _can(kube, namespace, "bot-nightly", "patch", "evalschedules/bot-sharded", sub)
+
+    kube.kubectl("delete", "evalschedule/bot-sharded", "-n", namespace)
+
+    def all_gone() -> bool:
+        return all(_get(kube, namespace, what) is None for what in _children("bot-sharded"))
+
+    eventually(all_gone, what="the deleted schedule's children removed")
+    assert not _can(kube, namespace, "bot-sharded", "patch", "evalschedules/bot-sharded", sub)
+    assert _get(kube, namespace, "rolebinding/bot-nightly-eval") is not None  # the other stays

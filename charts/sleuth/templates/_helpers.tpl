@@ -80,15 +80,21 @@ The RBAC rules of the operator inside a namespace: exactly the verbs it uses.
   read, server-side applied (patch; create when new), pruned (delete).
 - Events: created (conditions' transitions).
 - EvalSchedule children: CronJobs (watched like the others) and PrometheusRules (applied and
-  pruned; the API group is only read to see whether it is served).
+  pruned; the API group is only read to see whether it is served); the eval pods' ServiceAccount,
+  Role and RoleBinding (applied and pruned). The apiserver lets the operator create a Role only
+  with permissions it holds itself, and bind only such Roles: get on evalschedules and get +
+  patch on evalschedules/status (hence "get" on the status) -- so it can grant nothing more.
 */}}
 {{- define "sleuth.namespacedRules" -}}
 - apiGroups: ["sleuth.dev"]
   resources: ["agentdeployments", "toolbindings", "evalschedules"]
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["sleuth.dev"]
-  resources: ["agentdeployments/status", "toolbindings/status", "evalschedules/status"]
+  resources: ["agentdeployments/status", "toolbindings/status"]
   verbs: ["patch"]
+- apiGroups: ["sleuth.dev"]
+  resources: ["evalschedules/status"]
+  verbs: ["get", "patch"]
 - apiGroups: ["apps"]
   resources: ["deployments"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
@@ -103,6 +109,12 @@ The RBAC rules of the operator inside a namespace: exactly the verbs it uses.
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["monitoring.coreos.com"]
   resources: ["prometheusrules"]
+  verbs: ["get", "list", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["serviceaccounts"]
+  verbs: ["get", "list", "create", "patch", "delete"]
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: ["roles", "rolebindings"]
   verbs: ["get", "list", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["events"]
