@@ -117,6 +117,10 @@ def shard_of(shard: str | None) -> tuple[str, str]:
     return str(int(index)), f"{int(index)}/{int(count)}"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -182,7 +186,7 @@ def part_from_document(doc: Mapping[str, Any], *, finished_at: str) -> EvalPart:
         message = (
             "this shard drew no rows"
             if rows == 0
-            else f"{rows} {'cases' if kind == 'tsa' else 'rows'}, {failed_rows} failed"
+            else f"{_count(rows, 'case' if kind == 'tsa' else 'row')}, {failed_rows} failed"
         )
     return EvalPart(
         name=f"{kind}-{suffix}",
@@ -247,7 +251,8 @@ def run_results(parts: Sequence[EvalPart], run: RunContext) -> dict[str, Any]:
     shas += [p.dataset_sha256 for p in parts if p.dataset_sha256]
     out.update(
         {
-            "lastRunMessage": f"{len(parts)} parts: {rows} rows and cases, {failed_rows} failed",
+            "lastRunMessage": f"{_count(len(parts), 'part')}, {rows} rows and TSA cases, "
+            f"{failed_rows} failed",
             "lastSuccessfulRunTime": finished,
             # every field present (null when not scored), so a merge patch drops stale ones
             "scores": scores.model_dump(mode="json", by_alias=True),

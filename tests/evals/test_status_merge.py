@@ -195,7 +195,7 @@ def test_a_retried_part_replaces_its_earlier_report() -> None:
     assert len(retried["currentRun"]["parts"]) == 1
     assert retried["lastRunOutcome"] == "Succeeded"
     assert retried["scores"] == {"faithfulness": 0.8}
-    assert retried["lastRunMessage"] == "1 parts: 1 rows and cases, 0 failed"
+    assert retried["lastRunMessage"] == "1 part, 1 rows and TSA cases, 0 failed"
 
 
 def test_empty_shards_succeed_but_a_run_that_scored_nothing_fails() -> None:
