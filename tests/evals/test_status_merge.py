@@ -3,6 +3,7 @@ weighted means, outcomes, what a failed run keeps, and the merge patch the write
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,12 +14,14 @@ from sleuth.evals.rag.runner import Failure, RagRun
 from sleuth.evals.report.results import RunLabels, ragas_document, tsa_document
 from sleuth.evals.status import (
     RunContext,
+    StatusError,
     StatusTarget,
     failed_part,
     merge_patch,
     next_status,
     part_from_document,
 )
+from sleuth.evals.statuswriter import api_client
 from sleuth.evals.tsa.runner import TsaRun
 from sleuth.evals.tsa.scoring import CaseResult
 
@@ -277,3 +280,22 @@ def test_bad_status_flags_are_refused_before_any_work(capsys: pytest.CaptureFixt
     assert main([*base, "--status", "ns/x", "--expect-parts", "2"]) == 2
     err = capsys.readouterr().err
     assert "--expect-parts 2 needs --run-id" in err
+
+
+def test_credentials_are_found_or_the_error_says_why(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # in a pod without a mounted token (automountServiceAccountToken false)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    with pytest.raises(StatusError, match="no Kubernetes credentials"):
+        api_client(None)
+    # --kubeconfig wins over the in-cluster config, and a missing file is named
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(StatusError, match="no Kubernetes credentials"):
+        api_client(str(missing))
+    args = ["eval", "tsa", "--router", "--no-progress", "--status", "ns/x", "--run-id", "j"]
+    assert main(args) == 3
+    assert "sleuth eval: error: EvalSchedule ns/x: no Kubernetes credentials" in (
+        capsys.readouterr().err
+    )
