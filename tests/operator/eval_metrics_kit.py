@@ -41,10 +41,10 @@ def schedule(name: str, alerts: dict[str, str] | None = None) -> dict[str, Any]:
     }
 
 
-def run_status(
-    run: str, finished: str, outcome: str = "Succeeded", **scores: float
-) -> dict[str, Any]:
-    """What the eval pods write when a one-part run completes (the status model's shape)."""
+def run_status(run: str, finished: str, scores: dict[str, float] | None = None) -> dict[str, Any]:
+    """What the eval pods write when a one-part run completes (the status model's shape): a
+    success with ``scores``, or without scores a failed run (which leaves the last success's)."""
+    outcome = "Succeeded" if scores is not None else "Failed"
     part: dict[str, Any] = {
         "name": "ragas-0",
         "kind": "ragas",
@@ -60,7 +60,7 @@ def run_status(
         "lastRunTime": finished,
         "lastRunOutcome": outcome,
     }
-    if outcome == "Failed":
+    if scores is None:
         status["lastRunMessage"] = "ragas-0: no row could be scored"
         return status
     part["scores"] = scores

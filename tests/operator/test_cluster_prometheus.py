@@ -5,7 +5,8 @@ the operator created, writes its groups as a rules file and starts ``prometheus`
 operator's ``/metrics`` every second (``honor_labels``, as the chart's ServiceMonitor does).
 The EvalSchedule shortens the alert windows through its spec, so that a low faithfulness pushed
 through a status update turns ``RAGFaithfulnessLow`` pending, then firing, within seconds; a
-failed run fires ``RAGEvalFailing``.
+failed run fires ``RAGEvalFailing``; a schedule that has never succeeded goes stale counted from
+its creation (``RAGEvalStale``) until a run succeeds.
 """
 
 from __future__ import annotations
@@ -76,14 +77,16 @@ class Prometheus:
     def ready(self) -> bool:
         return self.get("/-/ready") is not None
 
-    def alerts(self, namespace: str) -> list[dict[str, Any]]:
-        """Active (pending or firing) alerts of the test's schedule."""
-        answer = self.get("/api/v1/alerts") or {}
+    def alerts(self, namespace: str, schedule: str = NAME) -> list[dict[str, Any]]:
+        """Active (pending or firing) alerts of one EvalSchedule."""
+        answer = self.get("/api/v1/alerts")
+        assert answer, "Prometheus did not answer"
+        assert answer["status"] == "success", answer
         return [
             a
-            for a in (answer.get("data") or {}).get("alerts", [])
+            for a in answer["data"]["alerts"]
             if a["labels"].get("namespace") == namespace
-            and a["labels"].get("eval_schedule") == NAME
+            and a["labels"].get("eval_schedule") == schedule
         ]
 
     def value(self, query: str) -> float | None:
@@ -153,8 +156,10 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _alert(prom: Prometheus, namespace: str, name: str, state: str) -> dict[str, Any]:
-    for a in prom.alerts(namespace):
+def _alert(
+    prom: Prometheus, namespace: str, name: str, state: str, schedule: str = NAME
+) -> dict[str, Any]:
+    for a in prom.alerts(namespace, schedule):
         if a["labels"]["alertname"] == name and a["state"] == state:
             return a
     return {}
@@ -175,7 +180,7 @@ def test_low_faithfulness_goes_pending_then_firing_and_a_failed_run_fires(
         assert {"RAGFaithfulnessLow", "RAGEvalFailing"} <= loaded
 
         # A good run first: Prometheus sees the scores, nothing alerts.
-        patch_status(kube, namespace, NAME, run_status("run-1", _now(), **GOOD))
+        patch_status(kube, namespace, NAME, run_status("run-1", _now(), GOOD))
         with prometheus(tmp_path, port, groups) as prom:
             where = f'namespace="{namespace}", eval_schedule="{NAME}"'
             eventually(
@@ -187,7 +192,7 @@ def test_low_faithfulness_goes_pending_then_firing_and_a_failed_run_fires(
 
             # A low faithfulness: its 20s average sinks below 0.80, pending for 5s, then firing.
             low = {**GOOD, "faithfulness": 0.5}
-            patch_status(kube, namespace, NAME, run_status("run-2", _now(), **low))
+            patch_status(kube, namespace, NAME, run_status("run-2", _now(), low))
             pending = eventually(
                 lambda: _alert(prom, namespace, "RAGFaithfulnessLow", "pending"),
                 what="RAGFaithfulnessLow pending",
@@ -216,7 +221,7 @@ def test_low_faithfulness_goes_pending_then_firing_and_a_failed_run_fires(
             }
 
             # A failed run: RAGEvalFailing fires (no 'for'); the scores of the last success stay.
-            patch_status(kube, namespace, NAME, run_status("run-3", _now(), "Failed"))
+            patch_status(kube, namespace, NAME, run_status("run-3", _now()))
             failing = eventually(
                 lambda: _alert(prom, namespace, "RAGEvalFailing", "firing"),
                 what="RAGEvalFailing firing",
@@ -227,3 +232,30 @@ def test_low_faithfulness_goes_pending_then_firing_and_a_failed_run_fires(
             )
             assert prom.value(f"rag_faithfulness_score{{{where}}}") == 0.5
         assert "Traceback" not in operator.text()
+
+
+def test_a_schedule_that_never_succeeded_goes_stale_until_a_run_succeeds(
+    kube: Any, namespace: str, crds: None, tmp_path: Path
+) -> None:
+    with metered_operator(kube, namespace, tmp_path / "operator.log") as (_, port):
+        apply(kube, namespace, AGENT)
+        apply(kube, namespace, schedule("lagging", alerts={"staleAfter": "15s"}))
+        rule = eventually(
+            lambda: get(kube, namespace, "prometheusrule/lagging-eval-alerts"),
+            what="the PrometheusRule",
+        )
+        groups = rule["spec"]["groups"]
+        with prometheus(tmp_path, port, groups) as prom:
+            # No run yet: the last success is the creation time, 15 s later the schedule is stale.
+            stale = eventually(
+                lambda: _alert(prom, namespace, "RAGEvalStale", "firing", "lagging"),
+                what="RAGEvalStale firing",
+            )
+            assert stale["labels"]["agent"] == "bot"
+            assert stale["annotations"]["runbook_url"].endswith("/docs/runbooks/RAGEvalStale.md")
+            assert float(stale["value"]) > 15
+            # A run succeeds: the alert resolves (for the next 15 s).
+            patch_status(kube, namespace, "lagging", run_status("run-1", _now(), GOOD))
+            eventually(
+                lambda: prom.alerts(namespace, "lagging") == [], what="RAGEvalStale resolved"
+            )

@@ -75,11 +75,13 @@ def test_status_results_are_exported_and_survive_a_restart(
         run_status(
             "bot-nightly-eval-1",
             finished,
-            faithfulness=0.72,
-            answerRelevancy=0.9,
-            contextPrecision=0.65,
-            contextRecall=0.8,
-            toolSelectionAccuracy=0.95,
+            {
+                "faithfulness": 0.72,
+                "answerRelevancy": 0.9,
+                "contextPrecision": 0.65,
+                "contextRecall": 0.8,
+                "toolSelectionAccuracy": 0.95,
+            },
         ),
     )
     scores = base | {("dataset", "golden"), ("split", "test"), ("source", "eval")}
@@ -113,9 +115,7 @@ def test_status_results_are_exported_and_survive_a_restart(
 
     # A failed run: failed is 1, the last success and its scores stay.
     failed_at = "2026-11-30T03:05:00Z"
-    patch_status(
-        kube, namespace, "bot-nightly", run_status("bot-nightly-eval-2", failed_at, "Failed")
-    )
+    patch_status(kube, namespace, "bot-nightly", run_status("bot-nightly-eval-2", failed_at))
     failing = {
         **after,
         ("sleuth_eval_last_run_failed", base): 1.0,
@@ -158,7 +158,9 @@ def test_a_status_write_of_the_runs_does_not_reconcile_again(
         scores = base | {("dataset", "golden"), ("split", "test"), ("source", "eval")}
         faithfulness = ("rag_faithfulness_score", scores)
         for run, value in (("run-1", 0.6), ("run-2", 0.7)):
-            patch_status(kube, namespace, "lonely", run_status(run, _now(), faithfulness=value))
+            patch_status(
+                kube, namespace, "lonely", run_status(run, _now(), {"faithfulness": value})
+            )
         # Events of one object are handled in order: once the second write is exported, the
         # handler of the first one has finished (and a reconcile of it would have been counted).
         eventually(
