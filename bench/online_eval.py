@@ -10,9 +10,13 @@ service process (``sleuth agent``) per sample rate (``1x8``: rate 1 with 8 scori
 each with an in-process tool sleeping the seed's 50 ms, and with the judge defaulting to its own
 model server as in a cluster. In each
 round every agent in turn gets ``--requests`` requests from ``--concurrency`` closed-loop
-clients (so the rates share the machine's conditions); latency is measured by the client
-(POST /v1/query, wall time). Also reported per rate: what the evaluator did (sampled, scored,
-dropped, errors) from the agent's /metrics.
+clients (so the rates share the machine's conditions), then its evaluator's queue drains before
+the next agent starts (its judge work counts in its CPU, not in the next agent's latency);
+latency is measured by the client (POST /v1/query, wall time). ``--judge separate`` (default)
+gives the judge its own scripted server process, so the figures show the agent's own cost;
+``--judge shared`` lets the agents' model server judge too (the cluster default, where judge
+load competes with user requests at the model server). Also reported per rate: what the
+evaluator did (sampled, scored, dropped, errors) from the agent's /metrics.
 
 Writes ``bench/results/online_eval.json`` and a markdown table beside it.
 """
@@ -109,17 +113,27 @@ def scenario() -> Scenario:
 class AgentProc:
     """``sleuth agent`` as a child process with the given sample rate."""
 
-    def __init__(self, model_url: str, rate: float, workers: int, workdir: Path) -> None:
+    def __init__(
+        self,
+        model_url: str,
+        judge_url: str | None,
+        rate: float,
+        workers: int,
+        queue_size: int,
+        workdir: Path,
+    ) -> None:
         self.rate = rate
         self.workers = workers
         self.name = f"rate-{rate:g}-c{workers}"
-        self.config = {
+        self.config: dict[str, Any] = {
             "model": {"endpoint": model_url, "servedModelName": "scripted"},
             "toolCacheTTLSeconds": 0,
             "maxConcurrentRequests": 1000,
             "tools": [{"name": "sql_query", "type": "custom", "factory": "online_eval:sleep_sql"}],
-            "onlineEval": {"sampleRate": rate, "concurrency": workers},
+            "onlineEval": {"sampleRate": rate, "concurrency": workers, "queueSize": queue_size},
         }
+        if judge_url is not None:
+            self.config["onlineEval"]["judge"] = {"endpoint": judge_url, "model": "judge"}
         self.path = workdir / f"{self.name}.json"
         self.log = workdir / f"{self.name}.log"
         self.url = ""
@@ -159,8 +173,22 @@ class AgentProc:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def counters(self) -> dict[str, float]:
-        text = httpx.get(f"{self.url}/metrics", timeout=10).text
+    async def drained(self, client: httpx.AsyncClient, timeout_s: float = 300) -> None:
+        """Wait until every queued sample is scored (or failed): no judge work left behind
+        to load the next agent's measurement."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            c = self.counters((await client.get(f"{self.url}/metrics")).text)
+            done = c.get("scored_total", 0) + c.get("skipped_total", 0)
+            done += sum(v for k, v in c.items() if k.startswith("errors_total"))
+            if done >= c.get("sampled_total", 0) - c.get("dropped_total", 0):
+                return
+            await asyncio.sleep(0.2)
+        raise RuntimeError(f"{self.name}: the online-eval queue did not drain")
+
+    def counters(self, text: str | None = None) -> dict[str, float]:
+        if text is None:
+            text = httpx.get(f"{self.url}/metrics", timeout=10).text
         out: dict[str, float] = {}
         for family in text_string_to_metric_families(text):
             for s in family.samples:
@@ -207,14 +235,15 @@ async def run(agents: list[AgentProc], args: argparse.Namespace) -> list[dict[st
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
         for a in agents:  # warm-up: connections, imports, first judge calls
             await load(client, a.url, args.concurrency * 2, args.concurrency)
+            await a.drained(client)
         for r in range(args.rounds):
             for a in agents:
                 started, cpu = time.perf_counter(), a.cpu_s()
                 samples[a.name] += await load(client, a.url, args.requests, args.concurrency)
                 walls[a.name] += time.perf_counter() - started
+                await a.drained(client)  # its judge work counts in its own CPU
                 cpus[a.name] += a.cpu_s() - cpu
             print(f"round {r + 1}/{args.rounds} done", flush=True)
-    await asyncio.sleep(1)  # let the evaluators finish what they hold before reading counters
     rows = []
     for a in agents:
         values = samples[a.name]
@@ -265,6 +294,14 @@ def main() -> None:
         default="0,0.05,1,1x8",
         help="comma-separated RATE or RATExWORKERS (onlineEval.concurrency, default 2)",
     )
+    parser.add_argument(
+        "--judge",
+        choices=("separate", "shared"),
+        default="separate",
+        help="separate: the judge is its own scripted server (the agent's cost alone); shared: "
+        "the agent's model server judges too (the default in a cluster)",
+    )
+    parser.add_argument("--queue-size", type=int, default=20, help="onlineEval.queueSize")
     parser.add_argument("--out", default="bench/results/online_eval.json")
     args = parser.parse_args()
     rates = [
@@ -272,8 +309,12 @@ def main() -> None:
     ]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with ScriptedProcess(scenario()) as server:
-        agents = [AgentProc(server.url, rate, workers, out.parent) for rate, workers in rates]
+    with ScriptedProcess(scenario()) as server, ScriptedProcess(scenario()) as judge:
+        judge_url = judge.url if args.judge == "separate" else None
+        agents = [
+            AgentProc(server.url, judge_url, rate, workers, args.queue_size, out.parent)
+            for rate, workers in rates
+        ]
         try:
             for a in agents:
                 a.start()
@@ -289,6 +330,8 @@ def main() -> None:
         },
         "command": " ".join(["bench/online_eval.py", *sys.argv[1:]]),
         "concurrency": args.concurrency,
+        "judge": args.judge,
+        "queue_size": args.queue_size,
         "tool_ms": TOOL_MS,
         "rows": rows,
     }

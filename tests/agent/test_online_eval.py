@@ -159,6 +159,23 @@ def test_judge_down_answers_still_served_and_errors_counted(
     assert judge_requests(model) == []  # the configured judge, not the model server, was asked
 
 
+def test_slow_judge_times_out_into_the_error_counter(model: ScriptedServer, tmp_path: Path) -> None:
+    model.set_scenario(scenario(judge_delay_ms=3000))
+    online = {"sampleRate": 1.0, "timeoutSeconds": 0.5}
+    with AgentProcess(config(model.url, online), tmp_path) as agent:
+        ask_ok(agent, 2)
+        for metric in ("faithfulness", "answer_relevancy"):
+            agent.wait_for(
+                "sleuth_agent_online_eval_errors_total",
+                2,
+                agent="ops",
+                metric=metric,
+                reason="timeout",
+            )
+        assert agent.value("rag_answer_relevancy_score", agent="ops", source="online") is None
+        ask_ok(agent, 1)
+
+
 def test_full_queue_drops_samples_and_requests_are_unaffected(
     model: ScriptedServer, tmp_path: Path
 ) -> None:
