@@ -1,11 +1,15 @@
 """EvalSchedule results on the operator's /metrics, from status, in the real control plane.
 
 The operator runs on the host with ``--metrics-port``; the status is written the way the eval
-pods write it (the status subresource); a restarted operator exports the same values.
+pods write it (the status subresource), and once by the eval subcommand itself run on the host;
+a restarted operator exports the same values.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +28,8 @@ from eval_metrics_kit import (
     scrape,
 )
 from operator_testkit import OperatorProcess, eventually
+
+from sleuth.agent.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -168,3 +174,62 @@ def test_a_status_write_of_the_runs_does_not_reconcile_again(
             what="the second write exported",
         )
         assert reconciles() == before
+
+
+def test_the_eval_subcommand_writes_status_and_the_operator_exports_it(
+    kube: Any, namespace: str, metered: tuple[OperatorProcess, int], tmp_path: Path
+) -> None:
+    """End to end: `sleuth eval tsa --status` (the agent's model scripted: it always searches the
+    documents, so 3 of these 4 cases are right) completes a one-part run; /metrics shows it."""
+    _, port = metered
+    apply(kube, namespace, AGENT)
+    apply(kube, namespace, schedule("bot-nightly"))
+    search = {"name": "vector_search", "arguments": {"query": [{"$any": True}]}}
+    cases = [
+        {"id": "policy", "query": "What does the returns policy say?", "expected": [search]},
+        {"id": "latency", "query": "What latency does Redis offer?", "expected": [search]},
+        {"id": "cluster", "query": "How does Redis Cluster shard?", "expected": [search]},
+        {"id": "orders", "query": "How many orders in March?", "expected": [{"name": "sql_query"}]},
+    ]
+    path = tmp_path / "tsa.jsonl"
+    path.write_text("".join(json.dumps({**c, "split": "test"}) + "\n" for c in cases))
+
+    def respond(body: dict[str, Any]) -> ScriptedResponse:
+        asked = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        return ScriptedResponse(
+            tool_calls=[ScriptedToolCall(name="vector_search", arguments={"query": asked})]
+        )
+
+    with ScriptedServer(responder=respond) as model:
+        sleuth = str(Path(sys.executable).parent / "sleuth")
+        done = subprocess.run(
+            [
+                sleuth, "eval", "tsa", "--cases", str(path), "--endpoint", model.url,
+                "--model", "scripted", "--agent-client", "--agent", "bot", "--dataset", "golden",
+                "--split", "test", "--final-report", "--no-progress", "--timeout", "20",
+                "--threshold", "tool_selection_accuracy=0.7",
+                "--status", f"{namespace}/bot-nightly", "--run-id", "job-1",
+                "--expect-parts", "1", "--kubeconfig", str(kube.kubeconfig),
+            ],
+            capture_output=True, text=True, timeout=300, env={**kube.env},
+        )  # fmt: skip
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    assert "run Succeeded" in done.stdout
+    status = get(kube, namespace, "evalschedule/bot-nightly")["status"]
+    assert status["lastRunOutcome"] == "Succeeded"
+
+    base = frozenset({("namespace", namespace), ("agent", "bot"), ("eval_schedule", "bot-nightly")})
+    scores = base | {("dataset", "golden"), ("split", "test"), ("source", "eval")}
+    finished = _ts(status["lastRunTime"])
+    expected = {
+        ("agent_tool_selection_accuracy", scores): 0.75,
+        ("sleuth_eval_last_run_timestamp_seconds", base): finished,
+        ("sleuth_eval_last_success_timestamp_seconds", base): finished,
+        ("sleuth_eval_last_run_failed", base): 0.0,
+        ("sleuth_eval_last_run_rows", base): 4.0,
+        ("sleuth_eval_last_run_failed_rows", base): 0.0,
+    }
+    eventually(
+        lambda: eval_series(scrape(port), namespace) == expected,
+        what="the eval subcommand's results on /metrics",
+    )
