@@ -51,7 +51,7 @@ kubectl wait --for=condition=Established --timeout=60s \
   crd/prometheusrules.monitoring.coreos.com crd/servicemonitors.monitoring.coreos.com >/dev/null
 kubectl wait --for=condition=Ready --timeout=60s node --all >/dev/null
 # The default ServiceAccount appears once kube-controller-manager runs.
-for _ in $(seq 1 120); do
+for _ in $(seq 1 360); do  # up to 3 min: kube-controller-manager starts slowly under load
   kubectl get serviceaccount default -n default >/dev/null 2>&1 && break
   sleep 0.5
 done
