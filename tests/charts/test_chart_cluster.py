@@ -198,7 +198,7 @@ def test_cluster_wide_rbac_is_least_privilege(
     assert not can(kube, sa, "escalate", "roles.rbac.authorization.k8s.io", *anywhere)
     assert not can(kube, sa, "bind", "roles.rbac.authorization.k8s.io", *anywhere)
     assert not can(kube, sa, "bind", "clusterroles.rbac.authorization.k8s.io", *anywhere)
-    assert not can(kube, sa, "create", "serviceaccounts/token", *anywhere)
+    assert not can(kube, sa, "create", "serviceaccounts", "--subresource=token", *anywhere)
     assert not can(kube, sa, "create", "clusterroles.rbac.authorization.k8s.io")
     assert not can(kube, sa, "create", "clusterrolebindings.rbac.authorization.k8s.io")
     assert not can(kube, sa, "update", "customresourcedefinitions.apiextensions.k8s.io")
@@ -296,14 +296,24 @@ def _run_operator_as(
 
         status = _eventually(reconciled, timeout, "the AgentDeployment's status is written")
         kube.kubectl("apply", "-n", agents_in, "-f", "-", input=yaml.safe_dump(EVAL_SCHEDULE))
-        children = "cronjob/contracts-nightly-eval,serviceaccount/contracts-nightly-eval,"
-        children += "role/contracts-nightly-eval,rolebinding/contracts-nightly-eval"
+        children = [
+            f"{kind}/contracts-nightly-eval"
+            for kind in ("cronjob", "serviceaccount", "role", "rolebinding")
+        ]
 
         def eval_children() -> bool:
-            found = kube.kubectl("get", children, "-n", agents_in, "-o", "name", check=False)
+            found = kube.kubectl("get", *children, "-n", agents_in, "-o", "name", check=False)
             return found.returncode == 0 and len(found.stdout.split()) == 4
 
-        _eventually(eval_children, timeout, "the EvalSchedule's CronJob and RBAC objects")
+        try:
+            _eventually(eval_children, timeout, "the EvalSchedule's CronJob and RBAC objects")
+        except AssertionError as err:
+            schedule = get(kube, "evalschedule", "contracts-nightly", "-n", agents_in)
+            conditions = (schedule.get("status") or {}).get("conditions")
+            tail = log.read_text(errors="replace")[-3000:]
+            raise AssertionError(
+                f"{err}\nconditions: {conditions}\noperator log:\n{tail}"
+            ) from None
     finally:
         proc.terminate()
         try:
