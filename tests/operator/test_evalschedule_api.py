@@ -33,7 +33,12 @@ def test_defaults_are_the_seed_thresholds_and_windows() -> None:
         "contextRecall": 0.70,
         "toolSelectionAccuracy": 0.85,
     }
-    assert wire["alerts"] == {"window": "30m", "for": "10m", "severity": "warning"}
+    assert wire["alerts"] == {
+        "window": "30m",
+        "for": "10m",
+        "severity": "warning",
+        "onlineScores": True,  # staleAfter: unset, derived from the schedule
+    }
     assert wire["dataset"]["split"] == "test"
     assert "judge" not in wire  # defaults to the agent's own model server
     assert "noiseSensitivity" not in wire["metrics"]
@@ -43,6 +48,15 @@ def test_defaults_are_the_seed_thresholds_and_windows() -> None:
 def test_alert_windows_are_settable() -> None:
     spec = EvalScheduleSpec.model_validate(_spec(alerts={"window": "1m", "for": "30s"}))
     assert (spec.alerts.window, spec.alerts.for_) == ("1m", "30s")
+
+
+def test_online_scores_and_stale_after_are_settable_and_checked() -> None:
+    alerts = {"onlineScores": False, "staleAfter": "3d"}
+    spec = EvalScheduleSpec.model_validate(_spec(alerts=alerts))
+    assert (spec.alerts.online_scores, spec.alerts.stale_after) == (False, "3d")
+    assert spec.to_wire()["alerts"]["staleAfter"] == "3d"
+    with pytest.raises(ValueError, match="staleAfter"):
+        EvalScheduleSpec.model_validate(_spec(alerts={"staleAfter": "3 days"}))
     with pytest.raises(ValidationError):
         EvalScheduleSpec.model_validate(_spec(alerts={"window": "30 minutes"}))
 
