@@ -220,9 +220,10 @@ def _stale_rule(
         "annotations": _annotations(
             STALE_ALERT,
             f"No evaluation run of agent {owner.namespace}/{agent} has succeeded for over {after}.",
-            f"EvalSchedule {where} (schedule '{spec.schedule}') last succeeded "
-            "{{ $value | humanizeDuration }} ago, more than the "
-            f"{after} allowed: its scores are old and its score alerts watch stale values.",
+            f"EvalSchedule {where} (schedule '{spec.schedule}') has had no successful run for "
+            "{{ $value | humanizeDuration }} (since its last success, or since it was created), "
+            f"more than the {after} allowed: its scores are old and its score alerts watch stale "
+            "values.",
             settings,
         ),
     }
