@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sleuth.api.v1alpha1.evalschedule import check_cron
-from sleuth.operator.render.cron import CronError, longest_gap_seconds, parse
+from sleuth.operator.render.cron import (
+    MONTHS,
+    WEEKDAYS,
+    CronError,
+    longest_gap_seconds,
+    parse,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -62,3 +71,67 @@ def test_a_schedule_that_never_fires_has_no_gap() -> None:
 def test_unreadable_schedules_are_refused(schedule: str) -> None:
     with pytest.raises(CronError):
         longest_gap_seconds(schedule)
+
+
+def _text(values: list[int], names: tuple[str, ...] | None, offset: int, style: int) -> str:
+    """A field's text: a comma list (of numbers or names), or a range when contiguous."""
+    ordered = sorted(values)
+    contiguous = ordered == list(range(ordered[0], ordered[-1] + 1))
+    if style == 1 and contiguous and len(ordered) > 1:
+        return f"{ordered[0]}-{ordered[-1]}"
+    if style == 2 and names is not None:
+        return ",".join(names[v - offset] for v in ordered)
+    return ",".join(str(v) for v in ordered)
+
+
+def _oracle(
+    minutes: set[int],
+    hours: set[int],
+    days: set[int] | None,
+    months: set[int],
+    weekdays: set[int] | None,
+) -> int | None:
+    """Every run over the span, listed one by one; ``None`` for a day field means '*'."""
+    runs: list[dt.datetime] = []
+    day = dt.date(2001, 1, 1)
+    while day.year < 2029:
+        dom = days is None or day.day in days
+        dow = weekdays is None or day.isoweekday() % 7 in weekdays
+        both_restricted = days is not None and weekdays is not None
+        if day.month in months and ((dom or dow) if both_restricted else (dom and dow)):
+            start = dt.datetime(day.year, day.month, day.day)
+            runs += [start + dt.timedelta(hours=h, minutes=m) for h in hours for m in minutes]
+        day += dt.timedelta(days=1)
+    runs.sort()
+    if len(runs) < 2:
+        return None
+    return int(max((b - a).total_seconds() for a, b in itertools.pairwise(runs)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    minutes=st.sets(st.integers(0, 59), min_size=1, max_size=3),
+    hours=st.sets(st.integers(0, 23), min_size=1, max_size=3),
+    days=st.none() | st.sets(st.integers(1, 31), min_size=1, max_size=4),
+    months=st.sets(st.integers(1, 12), min_size=1, max_size=12),
+    weekdays=st.none() | st.sets(st.integers(0, 6), min_size=1, max_size=7),
+    styles=st.tuples(*(st.integers(0, 2) for _ in range(5))),
+)
+def test_longest_gap_matches_listing_every_run(
+    minutes: set[int],
+    hours: set[int],
+    days: set[int] | None,
+    months: set[int],
+    weekdays: set[int] | None,
+    styles: tuple[int, ...],
+) -> None:
+    fields = [
+        _text(list(minutes), None, 0, styles[0]),
+        _text(list(hours), None, 0, styles[1]),
+        "*" if days is None else _text(list(days), None, 1, styles[2]),
+        _text(list(months), MONTHS, 1, styles[3]),
+        "?" if weekdays is None else _text(list(weekdays), WEEKDAYS, 0, styles[4]),
+    ]
+    schedule = " ".join(fields)
+    check_cron(schedule)
+    assert longest_gap_seconds(schedule) == _oracle(minutes, hours, days, months, weekdays)
