@@ -13,10 +13,13 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from operator_testkit import GOLDEN
 
 from sleuth.api.v1alpha1 import EvalScheduleSpec
 from sleuth.api.v1alpha1.common import SecretKeyRef
+from sleuth.api.v1alpha1.evalschedule import RAGAS_METRICS, TSA_METRIC
 from sleuth.evals.splits import parse_shard
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.evalaccess import render_eval_access
@@ -369,3 +372,43 @@ def test_no_stale_alert_while_suspended_or_when_the_schedule_never_fires() -> No
     assert "RAGEvalStale" not in _eval_rules(_spec(suspend=True))
     assert "RAGEvalFailing" in _eval_rules(_spec(suspend=True))
     assert "RAGEvalStale" not in _eval_rules(_spec(schedule="0 0 30 2 *"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    metrics=st.lists(st.sampled_from([*RAGAS_METRICS, TSA_METRIC]), min_size=1, unique=True),
+    parallelism=st.integers(1, 64),
+    suspend=st.booleans(),
+    online=st.booleans(),
+    schedule=st.sampled_from(["0 */6 * * *", "*/5 * * * *", "0 3 * * MON-FRI", "0 0 30 2 *"]),
+)
+def test_any_spec_renders_deterministically_and_every_child_is_owned(
+    metrics: list[str], parallelism: int, suspend: bool, online: bool, schedule: str
+) -> None:
+    def render() -> list[dict[str, Any]]:
+        spec = _spec(
+            metrics=metrics,
+            parallelism=parallelism,
+            suspend=suspend,
+            schedule=schedule,
+            alerts={"onlineScores": online},
+        )
+        return [
+            render_eval_cronjob(OWNER, spec, TARGET, SETTINGS),
+            *render_eval_access(OWNER, "contracts"),
+            render_eval_rules(OWNER, spec, SETTINGS),
+        ]
+
+    first = render()
+    assert first == render()
+    for child in first:
+        meta = child["metadata"]
+        assert meta["ownerReferences"] == [OWNER.reference()]
+        assert meta["labels"]["app.kubernetes.io/instance"] == OWNER.name
+        assert meta["labels"]["app.kubernetes.io/component"] == "eval"
+    pod = _pod(first[0])
+    parts = {e["value"] for c in pod["containers"] for e in c["env"] if e["name"].endswith("PARTS")}
+    assert parts == {str(len(pod["containers"]) * parallelism)}
+    alerts = [r["alert"] for r in first[-1]["spec"]["groups"][0]["rules"]]
+    assert "RAGEvalFailing" in alerts
+    assert ("RAGEvalStale" in alerts) == (not suspend and schedule != "0 0 30 2 *")
