@@ -1,5 +1,6 @@
 """An EvalSchedule renders exactly the checked-in CronJob, ServiceAccount + Role + RoleBinding and
-PrometheusRule (golden files); the pods report to status as their own account; the rules.
+PrometheusRule (golden files); the pods report to status as their own account; Indexed Jobs.
+What the rules say is in test_render_eval_rules.py.
 
 Regenerate after an intended change with ``SLEUTH_UPDATE_GOLDEN=1 pytest tests/operator`` and
 review the diff.
