@@ -102,10 +102,17 @@ def _common_args(spec: EvalScheduleSpec, target: EvalTarget, out: str) -> list[s
         "--out",
         f"{RESULTS_DIR}/{out}",
         *shard,
+        # Both containers label their scores with the golden set's name (the TSA cases would
+        # otherwise be labelled by their own file), so every part of a run agrees.
+        "--dataset",
+        dataset_label(spec),
     ]
-    if spec.dataset.name:
-        args += ["--dataset", spec.dataset.name]
     return args
+
+
+def dataset_label(spec: EvalScheduleSpec) -> str:
+    """The 'dataset' label of a run's scores: spec.dataset.name, else the golden file's stem."""
+    return spec.dataset.name or PurePosixPath(golden_path(spec)).stem
 
 
 def ragas_args(
@@ -267,6 +274,7 @@ __all__ = [
     "EvalTarget",
     "agent_url",
     "cronjob_name",
+    "dataset_label",
     "golden_path",
     "ragas_args",
     "render_eval_cronjob",

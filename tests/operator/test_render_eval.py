@@ -294,3 +294,21 @@ def test_any_spec_renders_deterministically_and_every_child_is_owned(
     alerts = [r["alert"] for r in first[-1]["spec"]["groups"][0]["rules"]]
     assert "RAGEvalFailing" in alerts
     assert ("RAGEvalStale" in alerts) == (not suspend and schedule != "0 0 30 2 *")
+
+
+@pytest.mark.parametrize(
+    ("dataset", "label"),
+    [
+        ({"configMapRef": {"name": "g", "key": "golden_contracts.jsonl"}}, "golden_contracts"),
+        ({"persistentVolumeClaim": {"claimName": "g", "path": "sets/q4.jsonl"}}, "q4"),
+        ({"configMapRef": {"name": "g", "key": "x.jsonl"}, "name": "contracts-q4"}, "contracts-q4"),
+    ],
+)
+def test_both_containers_label_their_scores_with_the_golden_set(
+    dataset: dict[str, Any], label: str
+) -> None:
+    """The ragas and tsa parts of one run report the same 'dataset' (else the TSA cases' file)."""
+    cronjob = render_eval_cronjob(OWNER, _spec(dataset=dataset), TARGET, SETTINGS)
+    containers = _containers(cronjob)
+    assert {_parse_eval_args(c["args"]).dataset for c in containers.values()} == {label}
+    assert set(containers) == {"ragas", "tsa"}
