@@ -63,12 +63,14 @@ _bound_to: dict[tuple[str, str], str] = {}  # ToolBinding → the agent it named
 
 
 def settings_from_env() -> RenderSettings:
-    """Images from ``SLEUTH_IMAGE`` (sleuth) and ``SLEUTH_MODEL_IMAGE`` (vLLM), when set."""
+    """Images from ``SLEUTH_IMAGE`` (sleuth) and ``SLEUTH_MODEL_IMAGE`` (vLLM), and the runbook
+    links of the rendered alerts from ``SLEUTH_RUNBOOK_BASE_URL``, when set."""
     defaults = RenderSettings()
     return dataclasses.replace(
         defaults,
         sleuth_image=os.environ.get("SLEUTH_IMAGE") or defaults.sleuth_image,
         model_image=os.environ.get("SLEUTH_MODEL_IMAGE") or defaults.model_image,
+        runbook_base_url=os.environ.get("SLEUTH_RUNBOOK_BASE_URL") or defaults.runbook_base_url,
     )
 
 

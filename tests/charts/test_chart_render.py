@@ -202,6 +202,40 @@ def test_empty_model_image_leaves_the_operator_default(helm: Path) -> None:
     )
 
 
+def test_every_runbook_link_leads_to_a_page_and_the_operator_uses_the_same_base(
+    helm: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chart's alerts and every EvalSchedule's link <runbookBaseUrl>/<Alert>.md, one base."""
+    from sleuth.operator.handlers import settings_from_env
+    from sleuth.operator.render.meta import DEFAULT_RUNBOOK_BASE_URL
+
+    docs = documents(template(helm, VALUE_SETS["monitoring"]))
+    (rule,) = find(docs, "PrometheusRule")
+    urls = [r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert len(urls) == 5
+    for url in urls:
+        base, _, page = url.rpartition("/")
+        assert base == DEFAULT_RUNBOOK_BASE_URL
+        assert (ROOT / "docs" / "runbooks" / page).is_file(), f"{url}: no such runbook page"
+    (operator,) = find(docs, "Deployment")
+    (container,) = operator["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["SLEUTH_RUNBOOK_BASE_URL"] == DEFAULT_RUNBOOK_BASE_URL
+    mine = "https://wiki.internal/sre/sleuth/"
+    docs = documents(
+        template(helm, VALUE_SETS["monitoring"], f"metrics.prometheusRule.runbookBaseUrl={mine}")
+    )
+    (rule,) = find(docs, "PrometheusRule")
+    assert rule["spec"]["groups"][0]["rules"][0]["annotations"]["runbook_url"] == (
+        "https://wiki.internal/sre/sleuth/SleuthOperatorUnavailable.md"
+    )
+    (operator,) = find(docs, "Deployment")
+    (container,) = operator["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    monkeypatch.setenv("SLEUTH_RUNBOOK_BASE_URL", env["SLEUTH_RUNBOOK_BASE_URL"])
+    assert settings_from_env().runbook_base_url == mine
+
+
 def test_every_object_carries_the_standard_labels(helm: Path) -> None:
     for name, values in VALUE_SETS.items():
         for doc in documents(template(helm, values)):
@@ -280,13 +314,17 @@ def test_dashboard_queries_use_metrics_the_code_exports(helm: Path) -> None:
 
     from sleuth.agent.metrics import AgentMetrics
     from sleuth.evals.report.prometheus import exposition
+    from sleuth.operator.evalmetrics import EvalMetrics
     from sleuth.operator.metrics import OperatorMetrics
 
+    schedules = CollectorRegistry()
+    schedules.register(EvalMetrics())
     exported = {
         m.name + ("_total" if m.type == "counter" else "")
         for registry in (
             AgentMetrics("a", CollectorRegistry()).registry,
             OperatorMetrics().registry,
+            schedules,
         )
         for m in registry.collect()
     }
@@ -318,7 +356,7 @@ def test_dashboard_queries_use_metrics_the_code_exports(helm: Path) -> None:
         "Tool selection accuracy",
         "Context precision",
         "Context recall",
-        "Eval runs: gate passed",
+        "Eval runs: last run failed",
         "Resources not ready",
         "Reconciles by outcome",
         "Reconcile duration",
