@@ -33,7 +33,7 @@ from prometheus_client import (
 import sleuth
 from sleuth.operator.evalmetrics import eval_metrics
 
-KINDS = ("AgentDeployment", "ToolBinding")
+KINDS = ("AgentDeployment", "ToolBinding", "EvalSchedule")
 OUTCOMES = ("success", "retryable_error", "permanent_error", "error")
 _DURATION = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
