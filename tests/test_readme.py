@@ -216,8 +216,10 @@ def test_cluster_block(own_cluster: dict[str, str], tmp_path: Path) -> None:
     assert "condition met" in outputs["wait"]
     table = outputs["get"]
     assert re.search(r"agentdeployment\.sleuth\.dev/contracts\s+True", table), table
-    for header in ("READY", "MODEL", "GPUS", "TOOLS", "AGENT", "TYPE"):
+    assert re.search(r"evalschedule\.sleuth\.dev/contracts-weekly\s+0 3 \* \* 1", table), table
+    for header in ("READY", "MODEL", "GPUS", "TOOLS", "AGENT", "TYPE", "SCHEDULE", "FAITHFULNESS"):
         assert header in table
+    assert "job.batch/contracts-weekly-now created" in outputs["create"]
     deployed = json.loads(
         subprocess.run(
             ["kubectl", "get", "deployment", "-n", "sleuth-system", "-o", "json"],

@@ -76,6 +76,7 @@ def test_reconcile_metrics_follow_the_objects(
         ("ToolBinding", "contracts-clauses"): 1.0,
         ("ToolBinding", "contracts-sql"): 1.0,
         ("ToolBinding", "contracts-web"): 1.0,
+        ("EvalSchedule", "contracts-weekly"): 1.0,
     }
     samples = eventually(
         lambda: (s := scrape(port)) and ready_gauges(s, namespace) == everything_ready and s,
@@ -96,18 +97,19 @@ def test_reconcile_metrics_follow_the_objects(
         what="the agent's ready gauge drops to 0 (SecretNotFound)",
     )
 
-    # Deleting the agent removes its series; its ToolBindings turn AgentNotFound.
+    # Deleting the agent removes its series; its ToolBindings and EvalSchedule turn AgentNotFound.
     kube.kubectl("delete", "agentdeployment", "contracts", "-n", namespace)
     gone = {
         ("ToolBinding", "contracts-clauses"): 0.0,
         ("ToolBinding", "contracts-sql"): 0.0,
         ("ToolBinding", "contracts-web"): 0.0,
+        ("EvalSchedule", "contracts-weekly"): 0.0,
     }
     eventually(
         lambda: ready_gauges(scrape(port), namespace) == gone,
         what="the agent's series is gone and the bindings are not ready",
     )
-    kube.kubectl("delete", "toolbindings", "--all", "-n", namespace)
+    kube.kubectl("delete", "toolbindings,evalschedules", "--all", "-n", namespace)
     eventually(
         lambda: ready_gauges(scrape(port), namespace) == {},
         what="no ready series left for deleted objects",
