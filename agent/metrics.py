@@ -184,7 +184,8 @@ class OnlineEvalMetrics:
         self.errors = Counter(
             "sleuth_agent_online_eval_errors_total",
             "Samples the judge failed to score, by metric and reason (timeout, connection, "
-            "http_<status>, unparsable, truncated, no_verdicts, bad_response, error).",
+            "http_<status>, unparsable, truncated, no_verdicts, bad_response, invalid_sample, "
+            "error; setup: the judge could not be built and online evaluation is off).",
             ["agent", "metric", "reason"],
             registry=r,
         )

@@ -102,15 +102,25 @@ class OnlineEvaluator:
         return self.online.sample_rate > 0
 
     async def start(self) -> None:
-        """Build the judge and start the workers (inside the running loop); no-op when off."""
+        """Build the judge and start the workers (inside the running loop); no-op when off.
+
+        A judge that cannot even be built (``errors_total{reason="setup"}``, logged) leaves online
+        evaluation off; the agent serves as usual.
+        """
         if not self.enabled or self._workers:
             return
         from sleuth.evals.rag.judge import build_judge
         from sleuth.evals.rag.metrics import Judges
 
-        self._bundle = build_judge(judge_config(self.config))
-        self._judges = Judges(self._bundle.llm, self._bundle.embeddings)
         self.metrics.start(list(METRICS))
+        try:
+            self._bundle = build_judge(judge_config(self.config))
+        except Exception as exc:  # e.g. embeddings.source local without the model files
+            for m in METRICS:
+                self._error(m, "setup", f"{type(exc).__name__}: {exc}")
+            log.error("online evaluation is off: the judge could not be set up: %s", exc)
+            return
+        self._judges = Judges(self._bundle.llm, self._bundle.embeddings)
         self._workers = [
             asyncio.create_task(self._work(), name=f"online-eval-{i}")
             for i in range(self.online.concurrency)

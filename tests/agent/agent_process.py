@@ -26,8 +26,15 @@ class AgentProcess:
     ``agent_doubles:seed_sql_factory`` import. The child's output goes to ``log``.
     """
 
-    def __init__(self, config: dict[str, Any], workdir: Path, name: str = "ops") -> None:
+    def __init__(
+        self,
+        config: dict[str, Any],
+        workdir: Path,
+        name: str = "ops",
+        pythonpath: tuple[Path, ...] = (),
+    ) -> None:
         self.config = config
+        self.pythonpath = pythonpath
         self.workdir = workdir
         self.name = name
         self.log = workdir / f"agent-{name}.log"
@@ -39,7 +46,8 @@ class AgentProcess:
         path.write_text(json.dumps(self.config), encoding="utf-8")
         port = free_port()
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), env.get("PYTHONPATH", "")) if p)
+        paths = (*map(str, self.pythonpath), str(HERE), env.get("PYTHONPATH", ""))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
         env["SLEUTH_AGENT_NAME"] = self.name
         env["SLEUTH_AGENT_HOST"] = "127.0.0.1"
         cmd = [sys.executable, "-c", "from sleuth.cli import main; raise SystemExit(main())"]

