@@ -204,6 +204,37 @@ class AgentProc:
         return out
 
 
+async def cpu_per_sample(url: str, samples: int = 40) -> float:
+    """CPU ms to score one sample (both metrics) in this process, against a zero-latency judge.
+
+    Zero latency on purpose: this VM's CPU accounting is tick-sampled, and a process woken by
+    the judge's timer-aligned answers is charged whole ticks (the same scoring measured 250-400
+    ms per sample against the seed's latency, 11-19 ms without it).
+    """
+    from sleuth.agent.metrics import AgentMetrics
+    from sleuth.agent.onlineeval import METRICS, OnlineEvaluator, Sample
+    from sleuth.api.agent_config import AgentConfig
+
+    config = AgentConfig.model_validate(
+        {
+            "model": {"endpoint": url, "servedModelName": "scripted"},
+            "onlineEval": {"sampleRate": 1.0, "concurrency": 1},
+        }
+    )
+    evaluator = OnlineEvaluator(config, AgentMetrics("cpu").online)
+    await evaluator.start()
+    sample = Sample(QUESTION, ANSWER, ['{"num_contracts": 47, "total_eur": 8300000}'])
+    try:
+        for _ in range(5):  # warm-up
+            await asyncio.gather(*(evaluator._score(m, sample) for m in METRICS))
+        started = time.process_time()
+        for _ in range(samples):
+            await asyncio.gather(*(evaluator._score(m, sample) for m in METRICS))
+        return (time.process_time() - started) * 1000 / samples
+    finally:
+        await evaluator.aclose()
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -322,7 +353,18 @@ def main() -> None:
         finally:
             for a in agents:
                 a.stop()
+    zero = scenario()
+    zero = zero.model_copy(
+        update={
+            "latency": zero.latency.model_copy(
+                update={"ttft_points": [(0, 0.0)], "per_token_ms": 0.0}
+            )
+        }
+    )
+    with ScriptedProcess(zero) as fast:
+        scoring_cpu_ms = asyncio.run(cpu_per_sample(fast.url))
     result = {
+        "scoring_cpu_ms_per_sample": scoring_cpu_ms,
         "machine": {
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
@@ -338,6 +380,7 @@ def main() -> None:
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     out.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
     print(markdown(result))
+    print(f"scoring CPU per sample (both metrics, zero-latency judge): {scoring_cpu_ms:.1f} ms")
     print(f"wrote {out}; load average at end {result['machine']['loadavg_1m_at_end']:.2f}")
 
 
