@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 
+from sleuth.agent.onlineeval import EVAL_HEADER
 from sleuth.agent.openai_api import router as openai_router
 from sleuth.agent.service import AgentService, Overloaded
 from sleuth.agent.toolrun import BoundTool
@@ -69,7 +70,8 @@ async def query(body: QueryRequest, request: Request) -> Response:
     service = service_of(request)
     history = [m.model_dump() for m in body.history]
     try:
-        result = await service.answer(body.question, history, "query")
+        sample = EVAL_HEADER.lower() not in request.headers
+        result = await service.answer(body.question, history, "query", sample)
     except Overloaded as exc:
         return overloaded(exc)
     payload = {

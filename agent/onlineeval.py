@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sleuth.agent.online_eval")
 
+EVAL_HEADER = "X-Sleuth-Eval"
+"""A ``/v1/query`` request carrying this header (the scheduled eval's) is never sampled."""
+
 METRICS = ("faithfulness", "answer_relevancy")
 """Metrics scored online: the two that need no reference answer."""
 

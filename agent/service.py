@@ -90,22 +90,26 @@ class AgentService:
         self.metrics.in_flight.labels(self.name).set(self.in_flight)
 
     async def answer(
-        self, question: str, history: list[dict[str, Any]], endpoint: str
+        self, question: str, history: list[dict[str, Any]], endpoint: str, sample: bool = True
     ) -> AgentResult:
         """Admit, run the loop, record metrics (and the online-eval sample), release."""
         self.admit()
         try:
-            return await self.run(question, history, endpoint)
+            return await self.run(question, history, endpoint, sample)
         finally:
             self.release()
 
-    async def run(self, question: str, history: list[dict[str, Any]], endpoint: str) -> AgentResult:
-        """Run the loop for an already admitted request."""
+    async def run(
+        self, question: str, history: list[dict[str, Any]], endpoint: str, sample: bool = True
+    ) -> AgentResult:
+        """Run the loop for an already admitted request; ``sample=False`` keeps it out of online
+        evaluation (the scheduled eval's own questions: it scores them itself)."""
         result = await self.agent.run(question, history)
         if result.trace.stop_reason == "model_error" and self.fallback is not None:
             result = await self._degrade(result, question, history)
         self.metrics.observe_trace(result.trace, endpoint)
-        self.online_eval.offer(question, result.answer, result.trace)
+        if sample:
+            self.online_eval.offer(question, result.answer, result.trace)
         return result
 
     async def _degrade(

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from sleuth.agent.onlineeval import EVAL_HEADER
 from sleuth.evals.golden.cases import GoldenCase
 from sleuth.evals.progress import Progress
 from sleuth.evals.rag.runner import Failure
@@ -35,7 +36,8 @@ class Collected:
 
 async def _ask(client: httpx.AsyncClient, url: str, question: str) -> dict[str, Any]:
     for _ in range(3):
-        resp = await client.post(url, json={"question": question})
+        # The header keeps the scheduled eval's questions out of the agent's online sampling.
+        resp = await client.post(url, json={"question": question}, headers={EVAL_HEADER: "1"})
         if resp.status_code == 429:
             await asyncio.sleep(min(30.0, float(resp.headers.get("Retry-After", "1") or 1)))
             continue

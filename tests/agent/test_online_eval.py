@@ -226,3 +226,31 @@ def test_sample_rate_zero_scores_nothing(model: ScriptedServer, tmp_path: Path) 
     assert not [k for k in metrics if k[0].startswith(("rag_", "sleuth_agent_online_eval"))]
     assert judge_requests(model) == []
     assert len(model.requests()) == 10  # two model turns per request, nothing else
+
+
+def test_the_scheduled_evals_questions_are_not_sampled(
+    model: ScriptedServer, tmp_path: Path
+) -> None:
+    """Requests from `sleuth eval ragas --agent-url` (its header) are scored by the run only."""
+    import httpx
+
+    from sleuth.agent.onlineeval import EVAL_HEADER
+
+    online = {"sampleRate": 1.0, "concurrency": 1}
+    with AgentProcess(config(model.url, online), tmp_path) as agent:
+        for _ in range(3):
+            response = httpx.post(
+                f"{agent.url}/v1/query",
+                json={"question": QUESTION},
+                headers={EVAL_HEADER: "1"},
+                timeout=60,
+            )
+            assert response.status_code == 200, response.text
+            assert response.json()["answer"] == ANSWER
+        ask_ok(agent, 1)  # an ordinary request still is
+        agent.wait_for(
+            "sleuth_agent_online_eval_scored_total", 1, agent="ops", metric="faithfulness"
+        )
+        assert agent.value(
+            "sleuth_agent_online_eval_sampled_total", agent="ops", metric="faithfulness"
+        ) == pytest.approx(1)
