@@ -70,6 +70,7 @@ def judge_config(config: AgentConfig) -> JudgeConfig:
         model, key_env = config.model.served_model_name, config.model.api_key_env
     emb = online.embeddings
     emb_url = {"judge": None, "local": LOCAL_EMBEDDINGS, "endpoint": str(emb.endpoint)}[emb.source]
+    emb_key = os.environ.get(emb.api_key_env) if emb.api_key_env else None
     return JudgeConfig(
         base_url=url.rstrip("/"),
         model=model,
@@ -78,6 +79,7 @@ def judge_config(config: AgentConfig) -> JudgeConfig:
         concurrency=online.concurrency,
         embeddings_base_url=emb_url.rstrip("/") if emb_url else None,
         embeddings_model=emb.model,
+        embeddings_api_key=emb_key or None,
     )
 
 

@@ -164,6 +164,12 @@ def register(subparsers: Any) -> None:
     )
     rg.add_argument("--embeddings-model", default="embedding")
     rg.add_argument(
+        "--embeddings-api-key",
+        default=os.environ.get("SLEUTH_EVAL_EMBEDDINGS_API_KEY") or None,
+        help="API key of --embeddings-url (default: env SLEUTH_EVAL_EMBEDDINGS_API_KEY, "
+        "else --api-key)",
+    )
+    rg.add_argument(
         "--metrics",
         default="faithfulness,answer_relevancy,context_precision,context_recall,noise_sensitivity",
     )

@@ -313,6 +313,7 @@ def run_ragas(args: argparse.Namespace) -> int:
         client=args.judge_client,
         embeddings_base_url=args.embeddings_url,
         embeddings_model=args.embeddings_model,
+        embeddings_api_key=args.embeddings_api_key,
     )
 
     async def go() -> Any:

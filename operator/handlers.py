@@ -202,8 +202,10 @@ def binding_event(type: str, namespace: str | None, name: str, body: kopf.Body, 
         _bound_to[(namespace, name)] = agent
     if previous and previous != agent:  # re-pointed: the old agent drops the tool now
         _run(reconcile_agent, "AgentDeployment", namespace, previous)
+        _wake_schedules(namespace, previous)
     if agent:
         _run(reconcile_agent, "AgentDeployment", namespace, agent)
+        _wake_schedules(namespace, agent)  # their embeddings follow the agent's retrieval
 
 
 @kopf.on.event(GROUP, VERSION, "evalschedules")

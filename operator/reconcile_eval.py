@@ -2,7 +2,9 @@
 report their results with, and its PrometheusRule where that kind is served.
 
 The CronJob targets the agent's Service and, unless ``spec.judge`` says otherwise, the agent's
-model server (both read from the AgentDeployment's status). Without the AgentDeployment, or
+model server (both read from the AgentDeployment's status), and answer relevancy's embeddings
+default to the agent's retrieval embeddings endpoint (its oldest vector_search ToolBinding naming
+one; else the judge's /embeddings). Without the AgentDeployment, or
 before it reports its model, nothing is scheduled. Without the PrometheusRule CRD (no
 prometheus-operator), the CronJob still runs and the condition ``Degraded`` says the alerts are
 missing. Level-based; the run results in status are written by the runs, not here.
@@ -23,7 +25,9 @@ from sleuth.operator.kube import (
     ROLE,
     ROLE_BINDING,
     SERVICE_ACCOUNT,
+    TOOL_BINDING,
 )
+from sleuth.operator.reconcile_agent import bindings_for
 from sleuth.operator.reconcile_common import (
     Context,
     check_secrets,
@@ -33,9 +37,15 @@ from sleuth.operator.reconcile_common import (
     secret_conditions,
     write_status,
 )
+from sleuth.operator.render.agent import retrieval_embedding
 from sleuth.operator.render.evalaccess import render_eval_access
 from sleuth.operator.render.evalrules import render_eval_rules, rule_name
-from sleuth.operator.render.evalschedule import EvalTarget, cronjob_name, render_eval_cronjob
+from sleuth.operator.render.evalschedule import (
+    EvalEmbeddings,
+    EvalTarget,
+    cronjob_name,
+    render_eval_cronjob,
+)
 from sleuth.operator.status import Cond, invalid_conditions
 
 STATUS_KEYS: tuple[str, ...] = ()
@@ -62,18 +72,24 @@ def _without_children(
     return write_status(ctx, EVAL_SCHEDULE, obj, conditions, {}, STATUS_KEYS)
 
 
-def _target(agent: dict[str, Any]) -> EvalTarget | None:
-    """The agent's model endpoint and name from its status; None until it reports them."""
+def _target(agent: dict[str, Any], bindings: list[dict[str, Any]]) -> EvalTarget | None:
+    """The agent's model endpoint and name from its status (None until it reports them), and
+    its retrieval embeddings endpoint from its ToolBindings (``bindings``: the namespace's)."""
     status = agent.get("status") or {}
     endpoint, model = status.get("modelEndpoint"), status.get("model")
     if not endpoint or not model:
         return None
     key = ((agent.get("spec") or {}).get("model") or {}).get("apiKeySecretRef")
+    name = agent["metadata"]["name"]
+    emb = retrieval_embedding(bindings_for(bindings, name).accepted)
     return EvalTarget(
-        agent=agent["metadata"]["name"],
+        agent=name,
         model_endpoint=str(endpoint),
         model=str(model),
         model_api_key=SecretKeyRef.model_validate(key) if key else None,
+        embeddings=EvalEmbeddings(emb.endpoint, emb.model, emb.api_key_secret_ref)
+        if emb is not None
+        else None,
     )
 
 
@@ -93,7 +109,7 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     if agent is None or agent["metadata"].get("deletionTimestamp"):
         message = f"spec.agentRef.name: AgentDeployment {agent_name} not found in {namespace}"
         return _without_children(ctx, obj, "AgentNotFound", message)
-    target = _target(agent)
+    target = _target(agent, kube.list(TOOL_BINDING, namespace))
     if target is None:
         message = f"AgentDeployment {agent_name} has not reported its model endpoint yet"
         return _without_children(ctx, obj, "ModelEndpointUnknown", message)

@@ -60,6 +60,7 @@ class JudgeConfig:
     client: Literal["direct", "instructor"] = "direct"
     embeddings_base_url: str | None = None
     embeddings_model: str = "embedding"
+    embeddings_api_key: str | None = None  # None: the judge's api_key
 
 
 @dataclass
@@ -276,6 +277,7 @@ def build_judge(cfg: JudgeConfig) -> JudgeBundle:
             parse_retries=cfg.parse_retries,
         )
     emb_url = cfg.embeddings_base_url or cfg.base_url
+    emb_key = cfg.embeddings_api_key or cfg.api_key
     emb: BaseRagasEmbedding
     if emb_url == LOCAL_EMBEDDINGS:
         from sleuth.evals.rag.local_embeddings import local_embeddings
@@ -284,11 +286,11 @@ def build_judge(cfg: JudgeConfig) -> JudgeBundle:
         emb = local_embeddings()
     elif emb_url == cfg.base_url:
         clients, transports = [http_chat], [t_chat]
-        emb = DirectEmbeddings(http_chat, emb_url, cfg.embeddings_model, api_key=cfg.api_key)
+        emb = DirectEmbeddings(http_chat, emb_url, cfg.embeddings_model, api_key=emb_key)
     else:
         http_emb, t_emb = _http(cfg, meter)
         clients, transports = [http_chat, http_emb], [t_chat, t_emb]
-        emb = DirectEmbeddings(http_emb, emb_url, cfg.embeddings_model, api_key=cfg.api_key)
+        emb = DirectEmbeddings(http_emb, emb_url, cfg.embeddings_model, api_key=emb_key)
     return JudgeBundle(
         llm=GuardedJudge(inner),
         embeddings=GuardedEmbeddings(emb),
@@ -303,5 +305,6 @@ def describe(cfg: JudgeConfig) -> dict[str, Any]:
     """The run configuration as recorded in results (no API key)."""
     data = dict(cfg.__dict__)
     data.pop("api_key", None)
+    data.pop("embeddings_api_key", None)
     out: dict[str, Any] = json.loads(json.dumps(data))
     return out

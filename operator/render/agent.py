@@ -4,6 +4,10 @@ The ConfigMap holds exactly :class:`sleuth.api.agent_config.AgentConfig`, the fi
 from ``SLEUTH_AGENT_CONFIG``; its digest is a pod-template annotation, so a change rolls the pods.
 ``SLEUTH_AGENT_NAME`` is the AgentDeployment's name: the ``agent`` label of the agent's metrics
 (the online evaluation's ``rag_*_score{agent, source="online"}`` included).
+
+Answer relevancy needs embeddings; unless ``spec.agent.onlineEval.embeddings`` chooses them, they
+come from the agent's retrieval (:func:`retrieval_embedding`): a chat-model server, the default
+judge, serves no ``/embeddings``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from sleuth.api.v1alpha1.agentdeployment import (
     AgentDeploymentSpec,
     OnlineEvalSpec,
 )
-from sleuth.api.v1alpha1.toolbinding import ToolBindingSpec
+from sleuth.api.v1alpha1.toolbinding import EmbeddingSpec, ToolBindingSpec
 from sleuth.operator.render.meta import (
     Manifest,
     Owner,
@@ -47,6 +51,7 @@ CONFIG_DIR = "/etc/sleuth/agent"
 CONFIG_FILE = "config.yaml"
 MODEL_API_KEY_ENV = "SLEUTH_MODEL_API_KEY"
 JUDGE_API_KEY_ENV = "SLEUTH_ONLINE_EVAL_JUDGE_API_KEY"
+EMBEDDINGS_API_KEY_ENV = "SLEUTH_ONLINE_EVAL_EMBEDDINGS_API_KEY"
 
 
 @dataclass(frozen=True)
@@ -67,10 +72,49 @@ def agent_endpoint(owner: Owner, settings: RenderSettings) -> str:
     return service_url(agent_name(owner), owner.namespace, settings.agent_port, "/v1")
 
 
-def online_eval_config(online: OnlineEvalSpec) -> OnlineEvalConfig:
-    """``onlineEval`` of the file; without a judge the agent asks its own model server."""
-    judge = online.judge
+def retrieval_embedding(bindings: list[Binding]) -> EmbeddingSpec | None:
+    """The embeddings endpoint of the agent's retrieval, the default for answer relevancy.
+
+    That of the first vector_search binding naming one (``spec.vectorSearch.embedding``);
+    ``bindings`` come oldest first, as :func:`~sleuth.operator.reconcile_agent.bindings_for`
+    returns them (the oldest binding also wins a tool-name clash). None without one.
+    """
+    for b in bindings:
+        vs = b.spec.vector_search
+        if b.spec.type == "vector_search" and vs is not None and vs.embedding is not None:
+            return vs.embedding
+    return None
+
+
+def _embeddings_config(
+    online: OnlineEvalSpec, retrieval: EmbeddingSpec | None
+) -> OnlineEvalEmbeddingsConfig:
     emb = online.embeddings
+    if emb is not None:  # the user's choice
+        return OnlineEvalEmbeddingsConfig(
+            source=emb.source,
+            endpoint=AnyHttpUrl(emb.endpoint) if emb.endpoint else None,
+            model=emb.model,
+        )
+    if retrieval is not None:
+        return OnlineEvalEmbeddingsConfig(
+            source="endpoint",
+            endpoint=AnyHttpUrl(retrieval.endpoint),
+            model=retrieval.model,
+            api_key_env=EMBEDDINGS_API_KEY_ENV if retrieval.api_key_secret_ref else None,
+        )
+    return OnlineEvalEmbeddingsConfig(source="judge")
+
+
+def online_eval_config(
+    online: OnlineEvalSpec, retrieval: EmbeddingSpec | None = None
+) -> OnlineEvalConfig:
+    """``onlineEval`` of the file; without a judge the agent asks its own model server.
+
+    Embeddings: the user's choice, else ``retrieval`` (see :func:`retrieval_embedding`), else
+    the judge's ``/embeddings``.
+    """
+    judge = online.judge
     return OnlineEvalConfig(
         sample_rate=online.sample_rate,
         judge=OnlineEvalJudgeConfig(
@@ -80,11 +124,7 @@ def online_eval_config(online: OnlineEvalSpec) -> OnlineEvalConfig:
         )
         if judge is not None
         else None,
-        embeddings=OnlineEvalEmbeddingsConfig(
-            source=emb.source,
-            endpoint=AnyHttpUrl(emb.endpoint) if emb.endpoint else None,
-            model=emb.model,
-        ),
+        embeddings=_embeddings_config(online, retrieval),
         queue_size=online.queue_size,
         concurrency=online.concurrency,
         window=online.window,
@@ -128,7 +168,7 @@ def agent_config(
         tool_cache_ttl_seconds=agent.tool_cache_ttl_seconds,
         request_timeout_seconds=agent.request_timeout_seconds,
         max_concurrent_requests=agent.max_concurrent_requests,
-        online_eval=online_eval_config(agent.online_eval),
+        online_eval=online_eval_config(agent.online_eval, retrieval_embedding(bindings)),
     )
 
 
@@ -154,6 +194,14 @@ def render_agent(
     if judge is not None and judge.api_key_secret_ref is not None:
         ref = judge.api_key_secret_ref
         env.append(secret_env(JUDGE_API_KEY_ENV, ref.name, ref.key))
+    retrieval = retrieval_embedding(bindings)
+    if (
+        spec.agent.online_eval.embeddings is None
+        and retrieval is not None
+        and retrieval.api_key_secret_ref is not None
+    ):
+        ref = retrieval.api_key_secret_ref
+        env.append(secret_env(EMBEDDINGS_API_KEY_ENV, ref.name, ref.key))
     container: Manifest = {
         "name": "agent",
         "image": spec.agent.image or settings.sleuth_image,
@@ -195,10 +243,12 @@ def render_agent(
 
 
 __all__ = [
+    "EMBEDDINGS_API_KEY_ENV",
     "Binding",
     "agent_config",
     "agent_endpoint",
     "agent_name",
     "online_eval_config",
     "render_agent",
+    "retrieval_embedding",
 ]

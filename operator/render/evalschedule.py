@@ -4,7 +4,9 @@ The ``ragas`` container asks the agent's own Service (``POST /v1/query``) every 
 the split and scores the answers with the judge; the ``tsa`` container (when
 ``toolSelectionAccuracy`` is among the metrics) asks the agent's model through the agent's own
 model client. The golden dataset is mounted read-only at :data:`DATASET_DIR`; results are written
-as JSON under :data:`RESULTS_DIR`. The judge defaults to the agent's model server and model.
+as JSON under :data:`RESULTS_DIR`. The judge defaults to the agent's model server and model;
+answer relevancy's embeddings default to the agent's retrieval embeddings endpoint (that of its
+oldest vector_search ToolBinding naming one, :attr:`EvalTarget.embeddings`), else the judge's.
 
 Every container reports its part of the run to the EvalSchedule's status (environment
 :data:`STATUS_ENV`, :data:`RUN_ID_ENV` = the Job's name, :data:`EXPECT_PARTS_ENV` = containers x
@@ -36,12 +38,22 @@ from sleuth.operator.render.meta import (
 DATASET_DIR = "/var/lib/sleuth/dataset"
 RESULTS_DIR = "/var/lib/sleuth/results"
 API_KEY_ENV = "SLEUTH_EVAL_API_KEY"  # what `sleuth eval` reads its --api-key default from
+EMBEDDINGS_API_KEY_ENV = "SLEUTH_EVAL_EMBEDDINGS_API_KEY"  # ... and --embeddings-api-key
 # What `sleuth eval` reads its --status, --run-id and --expect-parts defaults from.
 STATUS_ENV = "SLEUTH_EVAL_STATUS"
 RUN_ID_ENV = "SLEUTH_EVAL_RUN_ID"
 EXPECT_PARTS_ENV = "SLEUTH_EVAL_EXPECT_PARTS"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on a Job's pods by the Job controller
 SHARD_ARG = "$(JOB_COMPLETION_INDEX)"  # expanded by the kubelet in Indexed Jobs' pods
+
+
+@dataclass(frozen=True)
+class EvalEmbeddings:
+    """An OpenAI-compatible embeddings endpoint for answer relevancy."""
+
+    endpoint: str  # base URL, including /v1
+    model: str
+    api_key: SecretKeyRef | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,8 @@ class EvalTarget:
     model_endpoint: str  # its model server's base URL, including /v1
     model: str  # the model name the agent sends
     model_api_key: SecretKeyRef | None = None
+    # The agent's retrieval embeddings (its vector_search ToolBinding's); None: the judge's.
+    embeddings: EvalEmbeddings | None = None
 
 
 def cronjob_name(schedule: str) -> str:
@@ -115,6 +129,12 @@ def dataset_label(spec: EvalScheduleSpec) -> str:
     return spec.dataset.name or PurePosixPath(golden_path(spec)).stem
 
 
+def _embeddings_args(emb: EvalEmbeddings | None) -> list[str]:
+    if emb is None:
+        return []
+    return ["--embeddings-url", emb.endpoint, "--embeddings-model", emb.model]
+
+
 def ragas_args(
     spec: EvalScheduleSpec, target: EvalTarget, namespace: str, settings: RenderSettings
 ) -> list[str]:
@@ -140,6 +160,7 @@ def ragas_args(
         judge_url,
         "--judge-model",
         judge_model,
+        *_embeddings_args(target.embeddings),
         "--metrics",
         ",".join(metrics),
         *_common_args(spec, target, "ragas.json"),
@@ -182,10 +203,13 @@ def _container(
     spec: EvalScheduleSpec,
     image: str,
     report: list[Manifest],
+    embeddings_key: SecretKeyRef | None = None,
 ) -> Manifest:
     env: list[Manifest] = [{"name": "HOME", "value": "/tmp"}, *report]
     if api_key is not None:
         env.append(secret_env(API_KEY_ENV, api_key.name, api_key.key))
+    if embeddings_key is not None:
+        env.append(secret_env(EMBEDDINGS_API_KEY_ENV, embeddings_key.name, embeddings_key.key))
     return {
         "name": name,
         "image": image,
@@ -213,7 +237,8 @@ def render_eval_cronjob(
     report = _report_env(owner, (int(runs_ragas) + int(runs_tsa)) * spec.parallelism)
     containers: list[Manifest] = []
     if runs_ragas:
-        containers.append(_container("ragas", ragas, judge_key, spec, image, report))
+        emb_key = target.embeddings.api_key if target.embeddings else None
+        containers.append(_container("ragas", ragas, judge_key, spec, image, report, emb_key))
     if runs_tsa:
         tsa = tsa_args(spec, target)
         containers.append(_container("tsa", tsa, target.model_api_key, spec, image, report))
@@ -267,10 +292,12 @@ def render_eval_cronjob(
 __all__ = [
     "API_KEY_ENV",
     "DATASET_DIR",
+    "EMBEDDINGS_API_KEY_ENV",
     "EXPECT_PARTS_ENV",
     "RESULTS_DIR",
     "RUN_ID_ENV",
     "STATUS_ENV",
+    "EvalEmbeddings",
     "EvalTarget",
     "agent_url",
     "cronjob_name",

@@ -182,6 +182,11 @@ class OnlineEvalEmbeddingsConfig(_Model):
     model: str = Field(
         default="embedding", min_length=1, description="Model name sent to /embeddings."
     )
+    api_key_env: str | None = Field(
+        default=None,
+        description="Name of an environment variable holding the API key of `endpoint`; "
+        "without it `endpoint` is called with the judge's key.",
+    )
 
     @model_validator(mode="after")
     def _endpoint_for_endpoint(self) -> OnlineEvalEmbeddingsConfig:

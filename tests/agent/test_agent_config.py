@@ -91,3 +91,23 @@ def test_online_eval_embeddings_endpoint_goes_with_its_source() -> None:
         parse_agent_config(MINIMAL + "onlineEval: {embeddings: {endpoint: 'http://tei:80/v1'}}\n")
     text = MINIMAL + "onlineEval: {embeddings: {source: endpoint, endpoint: 'http://tei:80/v1'}}\n"
     assert str(parse_agent_config(text).online_eval.embeddings.endpoint) == "http://tei/v1"
+
+
+def test_online_eval_embeddings_key_comes_from_its_own_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sleuth.agent.onlineeval import judge_config
+
+    text = MINIMAL + (
+        "onlineEval: {embeddings: {source: endpoint, endpoint: 'http://tei:8080/v1', "
+        "model: bge-m3, apiKeyEnv: TEI_KEY}}\n"
+    )
+    config = parse_agent_config(text)
+    assert config.online_eval.embeddings.api_key_env == "TEI_KEY"
+    assert config.to_file_dict()["onlineEval"]["embeddings"]["apiKeyEnv"] == "TEI_KEY"
+    monkeypatch.setenv("TEI_KEY", "tei-secret")
+    judge = judge_config(config)
+    assert (judge.embeddings_base_url, judge.embeddings_api_key) == (
+        "http://tei:8080/v1",
+        "tei-secret",
+    )
+    monkeypatch.delenv("TEI_KEY")
+    assert judge_config(config).embeddings_api_key is None  # then the judge's key is sent

@@ -319,10 +319,11 @@ class OnlineEvalSpec(SpecModel):
     judge: JudgeSpec | None = Field(
         default=None, description="The judge; defaults to the agent's own model server and model."
     )
-    embeddings: OnlineEvalEmbeddings = Field(
-        default_factory=OnlineEvalEmbeddings,
-        description="Embeddings for answer relevancy; defaults to the judge's /embeddings.",
-        json_schema_extra={"default": {}},
+    embeddings: OnlineEvalEmbeddings | None = Field(
+        default=None,
+        description="Embeddings for answer relevancy. Omitted: the embeddings endpoint of the "
+        "agent's oldest vector_search ToolBinding that names one (spec.vectorSearch.embedding, "
+        "with its API key), else the judge's /embeddings.",
     )
     queue_size: int = Field(
         default=100,
