@@ -1,7 +1,8 @@
 """The contracts example in the real control plane, reconciled by the operator as a host process.
 
 Covers: children and their fields, vLLM pods on H100 nodes, ``kubectl wait`` on Ready, what
-``kubectl get sleuth`` and ``kubectl explain`` show, idempotence, drift, and deletion.
+``kubectl get sleuth`` and ``kubectl explain`` show, idempotence, drift, deletion, and where answer
+relevancy gets its embeddings.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 import yaml
 from operator_testkit import EXAMPLES, OperatorProcess, eventually
 
-from sleuth.operator.kube import DEPLOYMENT, Kube
+from sleuth.operator.kube import CRON_JOB, DEPLOYMENT, Kube
 from sleuth.operator.reconcile_agent import reconcile_agent
 from sleuth.operator.reconcile_common import Context
 from sleuth.operator.reconcile_tool import reconcile_tool
@@ -154,6 +155,82 @@ def test_example_converges_to_ready_with_every_child(
     events = kube.kubectl("get", "events", "-n", namespace).stdout
     assert "agentdeployment/contracts" in events
     assert "Ready=True" in events
+
+
+def _ragas_container(kube: Any, ns: str) -> dict[str, Any] | None:
+    cron = Kube(kube.api).get(CRON_JOB, ns, "contracts-weekly-eval")
+    if cron is None:
+        return None
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    return next((c for c in pod["containers"] if c["name"] == "ragas"), None)
+
+
+def _embeddings_url(kube: Any, ns: str) -> str | None:
+    ragas = _ragas_container(kube, ns)
+    assert ragas is not None
+    args: list[str] = ragas["args"]
+    return args[args.index("--embeddings-url") + 1] if "--embeddings-url" in args else None
+
+
+def test_answer_relevancy_embeds_with_the_clauses_bindings_endpoint(
+    kube: Any, namespace: str, operator: OperatorProcess
+) -> None:
+    """A chat-model vLLM has no /embeddings: online and scheduled evaluation both embed with
+    the endpoint of the agent's vector_search binding once it names one."""
+    _apply_example(kube, namespace)
+    _ready(kube, namespace)
+    eventually(lambda: _ragas_container(kube, namespace), what="the eval CronJob")
+    # The example's clauses binding embeds with the tool service's built-in model: no endpoint
+    # to share, so the judge's /embeddings stay the default (today's behaviour).
+    assert _embeddings_url(kube, namespace) is None
+    assert _agent_config(kube, namespace)["onlineEval"]["embeddings"]["source"] == "judge"
+
+    tei = "http://tei.data.svc:8080/v1"
+    kube.kubectl(
+        "create", "secret", "generic", "tei", "-n", namespace, "--from-literal=token=tei-secret"
+    )
+    embedding = {
+        "endpoint": tei,
+        "model": "bge-m3",
+        "apiKeySecretRef": {"name": "tei", "key": "token"},
+    }
+    patch = {"spec": {"vectorSearch": {"embedding": embedding}}}
+    kube.kubectl(
+        "patch", "toolbinding", "contracts-clauses", "-n", namespace, "--type=merge",
+        "-p", json.dumps(patch),
+    )  # fmt: skip
+
+    eventually(
+        lambda: _embeddings_url(kube, namespace) == tei, what="ragas args follow the binding"
+    )
+    ragas = _ragas_container(kube, namespace)
+    assert ragas is not None
+    assert ragas["args"][ragas["args"].index("--embeddings-model") + 1] == "bge-m3"
+    env = {e["name"]: e for e in ragas["env"]}
+    assert env["SLEUTH_EVAL_EMBEDDINGS_API_KEY"]["valueFrom"]["secretKeyRef"] == {
+        "name": "tei",
+        "key": "token",
+    }
+    online = eventually(
+        lambda: (
+            (e := _agent_config(kube, namespace)["onlineEval"]["embeddings"])["source"]
+            == "endpoint"
+            and e
+        ),
+        what="the agent's config follows the binding",
+    )
+    assert online == {
+        "source": "endpoint",
+        "endpoint": tei,
+        "model": "bge-m3",
+        "apiKeyEnv": "SLEUTH_ONLINE_EVAL_EMBEDDINGS_API_KEY",
+    }
+    agent = _json(kube, "get", "deployment", "contracts-agent", "-n", namespace)
+    env = {e["name"]: e for e in agent["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["SLEUTH_ONLINE_EVAL_EMBEDDINGS_API_KEY"]["valueFrom"]["secretKeyRef"] == {
+        "name": "tei",
+        "key": "token",
+    }
 
 
 def test_reapply_and_second_reconcile_change_nothing(
