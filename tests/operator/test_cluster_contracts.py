@@ -181,9 +181,9 @@ def test_answer_relevancy_embeds_with_the_clauses_bindings_endpoint(
     _ready(kube, namespace)
     eventually(lambda: _ragas_container(kube, namespace), what="the eval CronJob")
     # The example's clauses binding embeds with the tool service's built-in model: no endpoint
-    # to share, so the judge's /embeddings stay the default (today's behaviour).
-    assert _embeddings_url(kube, namespace) is None
-    assert _agent_config(kube, namespace)["onlineEval"]["embeddings"]["source"] == "judge"
+    # to share, so answer relevancy embeds with the same local model.
+    assert _embeddings_url(kube, namespace) == "local"
+    assert _agent_config(kube, namespace)["onlineEval"]["embeddings"]["source"] == "local"
 
     tei = "http://tei.data.svc:8080/v1"
     kube.kubectl(

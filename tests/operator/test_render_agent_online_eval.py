@@ -34,7 +34,7 @@ def test_defaults_sample_five_percent_and_name_the_agent() -> None:
     online = config["onlineEval"]
     assert online["sampleRate"] == 0.05
     assert "judge" not in online  # the agent asks its own model server
-    assert online["embeddings"] == {"source": "judge", "model": "embedding"}
+    assert online["embeddings"] == {"source": "local", "model": "embedding"}
     assert {"name": "SLEUTH_AGENT_NAME", "value": "contracts"} in env
     assert not [e for e in env if e["name"] == JUDGE_API_KEY_ENV]
     judge = judge_config(parse_agent_config(yaml.safe_dump(config)))

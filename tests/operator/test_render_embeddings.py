@@ -3,7 +3,8 @@
 A chat-model vLLM (the default judge) serves no ``/embeddings``; the agent's vector_search
 ToolBinding names an endpoint that does (``spec.vectorSearch.embedding``). Online (the agent's
 config file) and scheduled (the eval CronJob's ``sleuth eval ragas`` arguments) both use it
-unless the user chose embeddings; without such a binding nothing changes.
+unless the user chose embeddings; without such a binding they embed with the local
+all-MiniLM-L6-v2 the image carries, as the tool service does.
 """
 
 from __future__ import annotations
@@ -118,9 +119,9 @@ def test_the_oldest_vector_search_binding_naming_an_endpoint_wins() -> None:
     [[], _bindings(("sql", SQL)), _bindings(("clauses", _binding()))],
     ids=["no-bindings", "no-vector-search", "vector-search-with-local-model"],
 )
-def test_without_a_retrieval_endpoint_the_judge_embeds(bindings: list[Binding]) -> None:
+def test_without_a_retrieval_endpoint_the_local_model_embeds(bindings: list[Binding]) -> None:
     config, env = _render_agent({}, bindings)
-    assert config["onlineEval"]["embeddings"] == {"source": "judge", "model": "embedding"}
+    assert config["onlineEval"]["embeddings"] == {"source": "local", "model": "embedding"}
     assert EMBEDDINGS_API_KEY_ENV not in env
 
 
@@ -223,14 +224,13 @@ def test_scheduled_ragas_embeds_with_the_oldest_retrieval_endpoint(
     ],
     ids=["no-bindings", "no-vector-search", "local-model", "other-agent"],
 )
-def test_scheduled_ragas_without_a_retrieval_endpoint_asks_the_judge(
+def test_scheduled_ragas_without_a_retrieval_endpoint_embeds_locally(
     objs: list[dict[str, Any]],
 ) -> None:
     target = _target(_agent_obj(), objs)
     assert target is not None
     argv, env = _ragas(target)
-    assert "--embeddings-url" not in argv
-    assert _parse(argv).embeddings_url is None  # the CLI then embeds with the judge
+    assert _parse(argv).embeddings_url == "local"  # the MiniLM the image carries
     assert "SLEUTH_EVAL_EMBEDDINGS_API_KEY" not in env
 
 

