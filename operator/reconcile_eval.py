@@ -87,9 +87,7 @@ def _target(agent: dict[str, Any], bindings: list[dict[str, Any]]) -> EvalTarget
         model_endpoint=str(endpoint),
         model=str(model),
         model_api_key=SecretKeyRef.model_validate(key) if key else None,
-        embeddings=EvalEmbeddings(emb.endpoint, emb.model, emb.api_key_secret_ref)
-        if emb is not None
-        else None,
+        embeddings=EvalEmbeddings(emb.endpoint, emb.model) if emb is not None else None,
     )
 
 

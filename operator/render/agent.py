@@ -51,7 +51,6 @@ CONFIG_DIR = "/etc/sleuth/agent"
 CONFIG_FILE = "config.yaml"
 MODEL_API_KEY_ENV = "SLEUTH_MODEL_API_KEY"
 JUDGE_API_KEY_ENV = "SLEUTH_ONLINE_EVAL_JUDGE_API_KEY"
-EMBEDDINGS_API_KEY_ENV = "SLEUTH_ONLINE_EVAL_EMBEDDINGS_API_KEY"
 
 
 @dataclass(frozen=True)
@@ -75,13 +74,17 @@ def agent_endpoint(owner: Owner, settings: RenderSettings) -> str:
 def retrieval_embedding(bindings: list[Binding]) -> EmbeddingSpec | None:
     """The embeddings endpoint of the agent's retrieval, the default for answer relevancy.
 
-    That of the first vector_search binding naming one (``spec.vectorSearch.embedding``);
-    ``bindings`` come oldest first, as :func:`~sleuth.operator.reconcile_agent.bindings_for`
-    returns them (the oldest binding also wins a tool-name clash). None without one.
+    That of the first vector_search binding naming one (``spec.vectorSearch.embedding``) that
+    needs no API key: a tool's credentials live only in its tool service, never in the agent or
+    the eval pods, so an endpoint behind a key is not shared. ``bindings`` come oldest first, as
+    :func:`~sleuth.operator.reconcile_agent.bindings_for` returns them (the oldest binding also
+    wins a tool-name clash). None without one.
     """
     for b in bindings:
         vs = b.spec.vector_search
-        if b.spec.type == "vector_search" and vs is not None and vs.embedding is not None:
+        if b.spec.type != "vector_search" or vs is None or vs.embedding is None:
+            continue
+        if vs.embedding.api_key_secret_ref is None:
             return vs.embedding
     return None
 
@@ -101,7 +104,6 @@ def _embeddings_config(
             source="endpoint",
             endpoint=AnyHttpUrl(retrieval.endpoint),
             model=retrieval.model,
-            api_key_env=EMBEDDINGS_API_KEY_ENV if retrieval.api_key_secret_ref else None,
         )
     # Retrieval embeds in-process (the tool service's local MiniLM): so does answer relevancy.
     return OnlineEvalEmbeddingsConfig(source="local")
@@ -195,14 +197,6 @@ def render_agent(
     if judge is not None and judge.api_key_secret_ref is not None:
         ref = judge.api_key_secret_ref
         env.append(secret_env(JUDGE_API_KEY_ENV, ref.name, ref.key))
-    retrieval = retrieval_embedding(bindings)
-    if (
-        spec.agent.online_eval.embeddings is None
-        and retrieval is not None
-        and retrieval.api_key_secret_ref is not None
-    ):
-        ref = retrieval.api_key_secret_ref
-        env.append(secret_env(EMBEDDINGS_API_KEY_ENV, ref.name, ref.key))
     container: Manifest = {
         "name": "agent",
         "image": spec.agent.image or settings.sleuth_image,
@@ -244,7 +238,6 @@ def render_agent(
 
 
 __all__ = [
-    "EMBEDDINGS_API_KEY_ENV",
     "Binding",
     "agent_config",
     "agent_endpoint",

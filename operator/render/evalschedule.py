@@ -39,7 +39,6 @@ from sleuth.operator.render.meta import (
 DATASET_DIR = "/var/lib/sleuth/dataset"
 RESULTS_DIR = "/var/lib/sleuth/results"
 API_KEY_ENV = "SLEUTH_EVAL_API_KEY"  # what `sleuth eval` reads its --api-key default from
-EMBEDDINGS_API_KEY_ENV = "SLEUTH_EVAL_EMBEDDINGS_API_KEY"  # ... and --embeddings-api-key
 # What `sleuth eval` reads its --status, --run-id and --expect-parts defaults from.
 STATUS_ENV = "SLEUTH_EVAL_STATUS"
 RUN_ID_ENV = "SLEUTH_EVAL_RUN_ID"
@@ -52,9 +51,8 @@ SHARD_ARG = "$(JOB_COMPLETION_INDEX)"  # expanded by the kubelet in Indexed Jobs
 class EvalEmbeddings:
     """An OpenAI-compatible embeddings endpoint for answer relevancy."""
 
-    endpoint: str  # base URL, including /v1
+    endpoint: str  # base URL, including /v1 (one that needs no key: see retrieval_embedding)
     model: str
-    api_key: SecretKeyRef | None = None
 
 
 @dataclass(frozen=True)
@@ -204,13 +202,10 @@ def _container(
     spec: EvalScheduleSpec,
     image: str,
     report: list[Manifest],
-    embeddings_key: SecretKeyRef | None = None,
 ) -> Manifest:
     env: list[Manifest] = [{"name": "HOME", "value": "/tmp"}, *report]
     if api_key is not None:
         env.append(secret_env(API_KEY_ENV, api_key.name, api_key.key))
-    if embeddings_key is not None:
-        env.append(secret_env(EMBEDDINGS_API_KEY_ENV, embeddings_key.name, embeddings_key.key))
     return {
         "name": name,
         "image": image,
@@ -238,8 +233,7 @@ def render_eval_cronjob(
     report = _report_env(owner, (int(runs_ragas) + int(runs_tsa)) * spec.parallelism)
     containers: list[Manifest] = []
     if runs_ragas:
-        emb_key = target.embeddings.api_key if target.embeddings else None
-        containers.append(_container("ragas", ragas, judge_key, spec, image, report, emb_key))
+        containers.append(_container("ragas", ragas, judge_key, spec, image, report))
     if runs_tsa:
         tsa = tsa_args(spec, target)
         containers.append(_container("tsa", tsa, target.model_api_key, spec, image, report))
@@ -293,7 +287,6 @@ def render_eval_cronjob(
 __all__ = [
     "API_KEY_ENV",
     "DATASET_DIR",
-    "EMBEDDINGS_API_KEY_ENV",
     "EXPECT_PARTS_ENV",
     "RESULTS_DIR",
     "RUN_ID_ENV",

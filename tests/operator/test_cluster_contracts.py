@@ -157,6 +157,13 @@ def test_example_converges_to_ready_with_every_child(
     assert "Ready=True" in events
 
 
+def _cronjob_pod(kube: Any, ns: str) -> dict[str, Any]:
+    cron = Kube(kube.api).get(CRON_JOB, ns, "contracts-weekly-eval")
+    assert cron is not None
+    pod: dict[str, Any] = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    return pod
+
+
 def _ragas_container(kube: Any, ns: str) -> dict[str, Any] | None:
     cron = Kube(kube.api).get(CRON_JOB, ns, "contracts-weekly-eval")
     if cron is None:
@@ -186,14 +193,7 @@ def test_answer_relevancy_embeds_with_the_clauses_bindings_endpoint(
     assert _agent_config(kube, namespace)["onlineEval"]["embeddings"]["source"] == "local"
 
     tei = "http://tei.data.svc:8080/v1"
-    kube.kubectl(
-        "create", "secret", "generic", "tei", "-n", namespace, "--from-literal=token=tei-secret"
-    )
-    embedding = {
-        "endpoint": tei,
-        "model": "bge-m3",
-        "apiKeySecretRef": {"name": "tei", "key": "token"},
-    }
+    embedding = {"endpoint": tei, "model": "bge-m3"}  # an in-cluster TEI needing no key
     patch = {"spec": {"vectorSearch": {"embedding": embedding}}}
     kube.kubectl(
         "patch", "toolbinding", "contracts-clauses", "-n", namespace, "--type=merge",
@@ -206,11 +206,6 @@ def test_answer_relevancy_embeds_with_the_clauses_bindings_endpoint(
     ragas = _ragas_container(kube, namespace)
     assert ragas is not None
     assert ragas["args"][ragas["args"].index("--embeddings-model") + 1] == "bge-m3"
-    env = {e["name"]: e for e in ragas["env"]}
-    assert env["SLEUTH_EVAL_EMBEDDINGS_API_KEY"]["valueFrom"]["secretKeyRef"] == {
-        "name": "tei",
-        "key": "token",
-    }
     online = eventually(
         lambda: (
             (e := _agent_config(kube, namespace)["onlineEval"]["embeddings"])["source"]
@@ -219,18 +214,34 @@ def test_answer_relevancy_embeds_with_the_clauses_bindings_endpoint(
         ),
         what="the agent's config follows the binding",
     )
-    assert online == {
-        "source": "endpoint",
-        "endpoint": tei,
-        "model": "bge-m3",
-        "apiKeyEnv": "SLEUTH_ONLINE_EVAL_EMBEDDINGS_API_KEY",
+    assert online == {"source": "endpoint", "endpoint": tei, "model": "bge-m3"}
+
+    # An endpoint behind the tool's API key is not shared: the key stays in the tool service.
+    kube.kubectl(
+        "create", "secret", "generic", "tei", "-n", namespace, "--from-literal=token=tei-secret"
+    )
+    keyed = {
+        "spec": {
+            "vectorSearch": {"embedding": {"apiKeySecretRef": {"name": "tei", "key": "token"}}}
+        }
     }
+    kube.kubectl(
+        "patch", "toolbinding", "contracts-clauses", "-n", namespace, "--type=merge",
+        "-p", json.dumps(keyed),
+    )  # fmt: skip
+    eventually(
+        lambda: _embeddings_url(kube, namespace) == "local", what="ragas back to the local model"
+    )
+    eventually(
+        lambda: _agent_config(kube, namespace)["onlineEval"]["embeddings"]["source"] == "local",
+        what="the agent back to the local model",
+    )
     agent = _json(kube, "get", "deployment", "contracts-agent", "-n", namespace)
-    env = {e["name"]: e for e in agent["spec"]["template"]["spec"]["containers"][0]["env"]}
-    assert env["SLEUTH_ONLINE_EVAL_EMBEDDINGS_API_KEY"]["valueFrom"]["secretKeyRef"] == {
-        "name": "tei",
-        "key": "token",
-    }
+    pods = [agent["spec"]["template"]["spec"], _cronjob_pod(kube, namespace)]
+    for pod in pods:
+        for container in pod["containers"]:
+            refs = [(e.get("valueFrom") or {}).get("secretKeyRef") for e in container["env"]]
+            assert {"name": "tei", "key": "token"} not in refs, container["name"]
 
 
 def test_reapply_and_second_reconcile_change_nothing(

@@ -3,8 +3,10 @@
 A chat-model vLLM (the default judge) serves no ``/embeddings``; the agent's vector_search
 ToolBinding names an endpoint that does (``spec.vectorSearch.embedding``). Online (the agent's
 config file) and scheduled (the eval CronJob's ``sleuth eval ragas`` arguments) both use it
-unless the user chose embeddings; without such a binding they embed with the local
-all-MiniLM-L6-v2 the image carries, as the tool service does.
+unless the user chose embeddings. An endpoint behind an API key is never shared: a tool's
+credentials live only in its tool service (DESIGN), so no Secret of a ToolBinding reaches the
+agent or the eval pods. Without a shareable endpoint they embed with the local all-MiniLM-L6-v2
+the image carries, as the tool service does.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from sleuth.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.evals.rag.judge import JudgeConfig, build_judge
 from sleuth.operator.reconcile_eval import _target
 from sleuth.operator.render import Owner, RenderSettings
-from sleuth.operator.render.agent import EMBEDDINGS_API_KEY_ENV, Binding, render_agent
+from sleuth.operator.render.agent import Binding, render_agent
 from sleuth.operator.render.evalschedule import EvalTarget, render_eval_cronjob
 
 pytestmark = pytest.mark.unit
@@ -77,24 +79,37 @@ def _render_agent(
     return config, {e["name"]: e for e in env}
 
 
-def test_online_embeddings_default_to_the_retrieval_endpoint_and_its_key(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    emb = {"endpoint": TEI, "model": "bge-m3", "apiKeySecretRef": KEY}
+def _secret_envs(env: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    refs = [(e.get("valueFrom") or {}).get("secretKeyRef") for e in env.values()]
+    return [r for r in refs if r is not None]
+
+
+def test_online_embeddings_default_to_the_retrieval_endpoint() -> None:
+    emb = {"endpoint": TEI, "model": "bge-m3"}
     config, env = _render_agent({}, _bindings(("sql", SQL), ("clauses", _binding(emb))))
     assert config["onlineEval"]["embeddings"] == {
         "source": "endpoint",
         "endpoint": TEI,
         "model": "bge-m3",
-        "apiKeyEnv": EMBEDDINGS_API_KEY_ENV,
     }
-    assert env[EMBEDDINGS_API_KEY_ENV]["valueFrom"]["secretKeyRef"] == KEY
-
-    monkeypatch.setenv(EMBEDDINGS_API_KEY_ENV, "tei-secret")
     judge = judge_config(parse_agent_config(yaml.safe_dump(config)))
     assert (judge.base_url, judge.model) == ("http://vllm.models:8000/v1", "llama")
     assert (judge.embeddings_base_url, judge.embeddings_model) == (TEI, "bge-m3")
-    assert judge.embeddings_api_key == "tei-secret"
+    assert _secret_envs(env) == []
+
+
+def test_an_endpoint_behind_a_tool_key_is_not_shared_with_the_agent() -> None:
+    """The binding's key stays in its tool service: the agent embeds locally instead."""
+    keyed = {"endpoint": TEI, "model": "bge-m3", "apiKeySecretRef": KEY}
+    config, env = _render_agent({}, _bindings(("clauses", _binding(keyed))))
+    assert config["onlineEval"]["embeddings"] == {"source": "local", "model": "embedding"}
+    assert KEY not in _secret_envs(env)
+    # ... and a later binding whose endpoint needs no key is used instead.
+    free = {"endpoint": "http://free.models/v1", "model": "e5"}
+    config, _ = _render_agent(
+        {}, _bindings(("clauses", _binding(keyed)), ("notes", _binding(free, tool="notes")))
+    )
+    assert config["onlineEval"]["embeddings"]["endpoint"] == "http://free.models/v1"
 
 
 def test_the_oldest_vector_search_binding_naming_an_endpoint_wins() -> None:
@@ -105,13 +120,12 @@ def test_the_oldest_vector_search_binding_naming_an_endpoint_wins() -> None:
         ("older", _binding(first, tool="clauses")),
         ("newer", _binding(second, tool="policies")),
     )
-    config, env = _render_agent({}, bindings)
+    config, _ = _render_agent({}, bindings)
     assert config["onlineEval"]["embeddings"] == {
         "source": "endpoint",
         "endpoint": "http://first.models/v1",
         "model": "e5",
     }
-    assert EMBEDDINGS_API_KEY_ENV not in env  # that binding needs no key
 
 
 @pytest.mark.parametrize(
@@ -122,7 +136,7 @@ def test_the_oldest_vector_search_binding_naming_an_endpoint_wins() -> None:
 def test_without_a_retrieval_endpoint_the_local_model_embeds(bindings: list[Binding]) -> None:
     config, env = _render_agent({}, bindings)
     assert config["onlineEval"]["embeddings"] == {"source": "local", "model": "embedding"}
-    assert EMBEDDINGS_API_KEY_ENV not in env
+    assert _secret_envs(env) == []
 
 
 @pytest.mark.parametrize(
@@ -139,12 +153,11 @@ def test_without_a_retrieval_endpoint_the_local_model_embeds(bindings: list[Bind
 def test_an_explicit_choice_wins_over_the_retrieval_endpoint(
     chosen: dict[str, Any], rendered: dict[str, Any]
 ) -> None:
-    emb = {"endpoint": TEI, "model": "bge-m3", "apiKeySecretRef": KEY}
-    config, env = _render_agent(
+    emb = {"endpoint": TEI, "model": "bge-m3"}
+    config, _ = _render_agent(
         {"onlineEval": {"embeddings": chosen}}, _bindings(("clauses", _binding(emb)))
     )
     assert config["onlineEval"]["embeddings"] == rendered
-    assert EMBEDDINGS_API_KEY_ENV not in env
 
 
 # Scheduled evaluation.
@@ -186,26 +199,24 @@ def _parse(args: list[str]) -> Any:
     return build_parser("eval").parse_args(args)
 
 
-def test_scheduled_ragas_embeds_with_the_oldest_retrieval_endpoint(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    older = {"endpoint": TEI, "model": "bge-m3", "apiKeySecretRef": KEY}
+def test_scheduled_ragas_embeds_with_the_oldest_retrieval_endpoint() -> None:
+    older = {"endpoint": TEI, "model": "bge-m3"}
     newer = {"endpoint": "http://newer.models/v1", "model": "e5"}
+    keyed = {"endpoint": "http://keyed.models/v1", "model": "x", "apiKeySecretRef": KEY}
     objs = [  # listed newest first: the reconcile orders them by creationTimestamp
         _binding_obj("newer", "2026-11-02T00:00:00Z", _binding(newer, tool="policies")),
         _binding_obj("sql", "2026-10-01T00:00:00Z", SQL),
         _binding_obj("older", "2026-11-01T00:00:00Z", _binding(older, tool="clauses")),
+        _binding_obj("keyed", "2026-09-01T00:00:00Z", _binding(keyed, tool="keyed")),
     ]
     target = _target(_agent_obj(), objs)
     assert target is not None
     argv, env = _ragas(target)
     args = _parse(argv)
     assert (args.judge_url, args.judge_model) == ("http://vllm.models:8000/v1", "llama")
+    # the oldest, keyed binding is skipped: its key stays in its tool service
     assert (args.embeddings_url, args.embeddings_model) == (TEI, "bge-m3")
-    assert args.embeddings_api_key is None  # read from the pod's environment:
-    assert env["SLEUTH_EVAL_EMBEDDINGS_API_KEY"]["valueFrom"]["secretKeyRef"] == KEY
-    monkeypatch.setenv("SLEUTH_EVAL_EMBEDDINGS_API_KEY", "tei-secret")
-    assert _parse(argv).embeddings_api_key == "tei-secret"
+    assert KEY not in _secret_envs(env)
 
 
 @pytest.mark.parametrize(
@@ -231,7 +242,7 @@ def test_scheduled_ragas_without_a_retrieval_endpoint_embeds_locally(
     assert target is not None
     argv, env = _ragas(target)
     assert _parse(argv).embeddings_url == "local"  # the MiniLM the image carries
-    assert "SLEUTH_EVAL_EMBEDDINGS_API_KEY" not in env
+    assert KEY not in _secret_envs(env)
 
 
 class _Embeddings(BaseHTTPRequestHandler):

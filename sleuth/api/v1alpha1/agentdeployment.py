@@ -321,8 +321,9 @@ class OnlineEvalSpec(SpecModel):
     embeddings: OnlineEvalEmbeddings | None = Field(
         default=None,
         description="Embeddings for answer relevancy. Omitted: the embeddings endpoint of the "
-        "agent's oldest vector_search ToolBinding that names one (spec.vectorSearch.embedding, "
-        "with its API key), else local (the model the tool service embeds with by default).",
+        "agent's oldest vector_search ToolBinding that names one needing no API key "
+        "(spec.vectorSearch.embedding; a tool's key never leaves its tool service), else local "
+        "(the model the tool service embeds with by default).",
     )
     queue_size: int = Field(
         default=100,
