@@ -16,7 +16,7 @@ from typing import Any
 
 from sleuth.api.v1alpha1.common import SecretKeyRef
 from sleuth.api.v1alpha1.evalschedule import EvalScheduleSpec
-from sleuth.operator.errors import InvalidSpec
+from sleuth.operator.errors import InvalidSpec, RejectedError
 from sleuth.operator.kube import (
     AGENT_DEPLOYMENT,
     CRON_JOB,
@@ -26,6 +26,7 @@ from sleuth.operator.kube import (
     ROLE_BINDING,
     SERVICE_ACCOUNT,
     TOOL_BINDING,
+    Kube,
 )
 from sleuth.operator.reconcile_agent import bindings_for
 from sleuth.operator.reconcile_common import (
@@ -46,6 +47,7 @@ from sleuth.operator.render.evalschedule import (
     cronjob_name,
     render_eval_cronjob,
 )
+from sleuth.operator.render.meta import Owner
 from sleuth.operator.status import Cond, invalid_conditions
 
 STATUS_KEYS: tuple[str, ...] = ()
@@ -113,8 +115,7 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         return _without_children(ctx, obj, "ModelEndpointUnknown", message)
 
     owner = owner_of(obj)
-    for manifest in render_eval_access(owner, agent_name):  # before the pods that use them
-        kube.apply(manifest)
+    forbidden = _apply_access(kube, owner, agent_name)
     kube.apply(render_eval_cronjob(owner, spec, target, ctx.settings))
     rules_served = kube.serves(PROMETHEUS_RULE)
     if rules_served:
@@ -148,8 +149,31 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
             "monitoring.coreos.com/v1 PrometheusRule is not served in this cluster (is the "
             "prometheus-operator installed?): the runs are scheduled but nothing alerts on them",
         )
+    if forbidden is not None:
+        message = (
+            f"the operator may not create the eval pods' ServiceAccount, Role or RoleBinding "
+            f"{name}-eval ({forbidden}): runs cannot report to this status. Upgrade the chart "
+            "(its RBAC grants serviceaccounts, roles, rolebindings and get on "
+            "evalschedules/status) or grant them"
+        )
+        ready = Cond("Ready", "False", "EvalAccessForbidden", message)
+        degraded = Cond("Degraded", "True", "EvalAccessForbidden", message)
     conditions = secret_conditions(secrets, ready, progressing, degraded)
     return write_status(ctx, EVAL_SCHEDULE, obj, conditions, {}, STATUS_KEYS)
+
+
+def _apply_access(kube: Kube, owner: Owner, agent: str) -> str | None:
+    """Apply the eval pods' ServiceAccount, Role, RoleBinding (before the pods that use them);
+    the apiserver's refusal (HTTP 403, e.g. an older chart's RBAC) is returned, not raised, so
+    that the EvalSchedule says so in its conditions."""
+    for manifest in render_eval_access(owner, agent):
+        try:
+            kube.apply(manifest)
+        except RejectedError as err:
+            if err.status != 403:
+                raise
+            return str(err)
+    return None
 
 
 __all__ = ["reconcile_eval"]

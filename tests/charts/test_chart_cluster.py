@@ -393,3 +393,79 @@ def test_cluster_wide_operator_without_secret_access_still_reports_status(
         assert refused == [], "a 403 on a Secret is not an error any more"
     finally:
         kube.helm("uninstall", release, "-n", namespace, "--wait")
+
+
+def test_an_older_charts_rbac_is_reported_on_the_evalschedule_and_heals_on_upgrade(
+    kube: Any, namespace: str, other_namespace: str, tmp_path: Path
+) -> None:
+    """Without the right to create the eval pods' Role (a chart older than the operator), the
+    EvalSchedule says so (Ready=False, EvalAccessForbidden, naming the fix); helm upgrade heals."""
+    release = f"r{namespace[2:]}"
+    install(kube, release, namespace, f"watchNamespaces={{{other_namespace}}}")
+    (role,) = get(
+        kube, "roles", "-n", other_namespace, "-l", f"app.kubernetes.io/instance={release}"
+    )["items"]
+    kept = [r for r in role["rules"] if "roles" not in r.get("resources", [])]
+    assert len(kept) == len(role["rules"]) - 1
+    role["rules"] = kept
+    for key in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+        role["metadata"].pop(key, None)
+    kube.kubectl("replace", "-f", "-", input=json.dumps(role))
+
+    kubeconfig = _token_kubeconfig(
+        kube, namespace, f"{release}-sleuth-operator", tmp_path / "sa.kubeconfig"
+    )
+    sleuth = Path(sys.executable).parent / "sleuth"
+    args = [str(sleuth), "operator", "--kubeconfig", str(kubeconfig), "--resync-seconds", "3"]
+    log = tmp_path / "operator.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [*args, "--namespace", other_namespace], stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        examples = ROOT / "examples" / "contracts"
+        for name in ("00-secrets.yaml", "10-agentdeployment.yaml"):
+            kube.kubectl("apply", "-n", other_namespace, "-f", str(examples / name))
+        kube.kubectl("apply", "-n", other_namespace, "-f", "-", input=yaml.safe_dump(EVAL_SCHEDULE))
+
+        def ready() -> dict[str, Any] | None:
+            schedule = get(kube, "evalschedule", "contracts-nightly", "-n", other_namespace)
+            conditions = (schedule.get("status") or {}).get("conditions") or []
+            return next((c for c in conditions if c["type"] == "Ready"), None)
+
+        refused = _eventually(
+            lambda: (c := ready()) is not None and c["reason"] == "EvalAccessForbidden" and c,
+            90,
+            "the EvalSchedule reports the refused Role",
+        )
+        assert refused["status"] == "False"
+        assert "contracts-nightly-eval" in refused["message"]
+        assert "HTTP 403" in refused["message"]
+        assert "Upgrade the chart" in refused["message"]
+        assert (
+            kube.kubectl(
+                "get", "cronjob/contracts-nightly-eval", "-n", other_namespace, check=False
+            ).returncode
+            == 0
+        )  # the rest is still applied
+
+        install(kube, release, namespace, verb="upgrade", reuse=True)  # puts the Role back
+        healed = _eventually(
+            lambda: (c := ready()) is not None and c["status"] == "True" and c,
+            90,
+            "the EvalSchedule is Ready after the upgrade",
+        )
+        assert healed["reason"] == "Scheduled"
+        kube.kubectl(
+            "get", "role/contracts-nightly-eval", "rolebinding/contracts-nightly-eval",
+            "-n", other_namespace,
+        )  # fmt: skip
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in log.read_text(errors="replace")
+    kube.helm("uninstall", release, "-n", namespace, "--wait")
