@@ -4,50 +4,25 @@ For every score alert and two specs (the seed defaults, and shorter windows with
 thresholds): a score that drops below its threshold and stays there fires (and only after the
 average has been low for ``for``); a short dip below the threshold, or a score above it, never
 fires. The same for the online twins of faithfulness and answer relevancy, over the average of the
-agent's pods (and never when ``onlineScores`` is off). RAGEvalFailing fires while the last run
-failed; RAGEvalStale fires once no run has succeeded for S, not before.
+agent's pods (and never when ``onlineScores`` is off). RAGEvalFailing and RAGEvalStale:
+test_eval_rules_promtool_runs.py.
 """
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from promtool_kit import BASE, NEEDS_PROMTOOL, OWNER, PROMTOOL, SPECS, rule_of, run_promtool
 
 from sleuth.api.v1alpha1 import EvalScheduleSpec
-from sleuth.operator.render import Owner, RenderSettings
+from sleuth.operator.render import RenderSettings
 from sleuth.operator.render.evalrules import SCORE_ALERTS, ScoreAlert, render_eval_rules
 
-PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(not Path(PROMTOOL).exists(), reason="promtool is not installed"),
-]
-
-OWNER = Owner(kind="EvalSchedule", name="nightly", namespace="team-a", uid="uid")
-BASE: dict[str, Any] = {
-    "agentRef": {"name": "contracts"},
-    "schedule": "0 3 * * *",
-    "dataset": {"configMapRef": {"name": "golden", "key": "golden.jsonl"}},
-    "metrics": [a.metric for a in SCORE_ALERTS],
-}
-SPECS: dict[str, dict[str, Any]] = {
-    "seed-defaults": {},
-    "short-windows": {
-        "alerts": {"window": "10m", "for": "4m", "severity": "critical"},
-        "thresholds": {
-            "faithfulness": 0.9,
-            "answerRelevancy": 0.5,
-            "contextPrecision": 0.4,
-            "contextRecall": 0.8,
-            "toolSelectionAccuracy": 0.95,
-        },
-    },
-}
+pytestmark = [pytest.mark.integration, NEEDS_PROMTOOL]
 
 
 def _minutes(duration: str) -> int:
@@ -147,41 +122,8 @@ def test_rule_fires_only_when_low_long_enough(
     rendered = render_eval_rules(OWNER, spec, RenderSettings())
     rules_file = tmp_path / "rules.yaml"
     rules_file.write_text(yaml.safe_dump(rendered["spec"]), encoding="utf-8")
-    rule = _rule(rendered, alert.alert)
-    _promtool(tmp_path, rendered, _cases(spec, rule, alert))
-
-
-def _rule(rendered: dict[str, Any], alert: str, source: str | None = None) -> dict[str, Any]:
-    rules = rendered["spec"]["groups"][0]["rules"]
-    found: dict[str, Any] = next(
-        r for r in rules if r["alert"] == alert and r["labels"].get("source") == source
-    )
-    return found
-
-
-def _promtool(tmp_path: Path, rendered: dict[str, Any], cases: list[Any]) -> None:
-    """``promtool check rules`` and ``promtool test rules`` pass on the rendered rules."""
-    rules_file = tmp_path / "rules.yaml"
-    rules_file.write_text(yaml.safe_dump(rendered["spec"]), encoding="utf-8")
-    tests_file = tmp_path / "tests.yaml"
-    tests_file.write_text(
-        yaml.safe_dump(
-            {"rule_files": [rules_file.name], "evaluation_interval": "1m", "tests": cases}
-        ),
-        encoding="utf-8",
-    )
-    check = subprocess.run(
-        [PROMTOOL, "check", "rules", str(rules_file)], capture_output=True, text=True, check=False
-    )
-    assert check.returncode == 0, check.stdout + check.stderr
-    run = subprocess.run(
-        [PROMTOOL, "test", "rules", tests_file.name],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
+    rule = rule_of(rendered, alert.alert)
+    run_promtool(tmp_path, rendered, _cases(spec, rule, alert))
 
 
 def test_promtool_catches_a_wrong_expectation(tmp_path: Path) -> None:
@@ -190,7 +132,7 @@ def test_promtool_catches_a_wrong_expectation(tmp_path: Path) -> None:
     rendered = render_eval_rules(OWNER, spec, RenderSettings())
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rendered["spec"]), encoding="utf-8")
     alert = SCORE_ALERTS[0]
-    rule = _rule(rendered, alert.alert)
+    rule = rule_of(rendered, alert.alert)
     sustained = _cases(spec, rule, alert)[0]
     sustained["alert_rule_test"][-1]["exp_alerts"] = []
     (tmp_path / "tests.yaml").write_text(
@@ -292,8 +234,8 @@ def test_online_twin_fires_only_when_the_pods_average_is_low_long_enough(
 ) -> None:
     spec = EvalScheduleSpec.model_validate({**BASE, **SPECS[variant]})
     rendered = render_eval_rules(OWNER, spec, RenderSettings())
-    _promtool(
-        tmp_path, rendered, _online_cases(spec, _rule(rendered, alert.alert, "online"), alert)
+    run_promtool(
+        tmp_path, rendered, _online_cases(spec, rule_of(rendered, alert.alert, "online"), alert)
     )
 
 
@@ -304,125 +246,7 @@ def test_online_scores_off_never_alert_on_live_traffic(tmp_path: Path) -> None:
     rendered_on = render_eval_rules(OWNER, on, RenderSettings())
     rendered = render_eval_rules(OWNER, off, RenderSettings())
     for alert in ONLINE_ALERTS:
-        sustained = _online_cases(on, _rule(rendered_on, alert.alert, "online"), alert)[0]
+        sustained = _online_cases(on, rule_of(rendered_on, alert.alert, "online"), alert)[0]
         for check in sustained["alert_rule_test"]:
             check["exp_alerts"] = []
-        _promtool(tmp_path, rendered, [sustained])
-
-
-def _run_labels(spec: EvalScheduleSpec) -> dict[str, str]:
-    return {
-        "namespace": OWNER.namespace,
-        "agent": "contracts",
-        "eval_schedule": OWNER.name,
-        "severity": spec.alerts.severity,
-    }
-
-
-def _run_series(metric: str) -> str:
-    return f'{metric}{{namespace="{OWNER.namespace}", agent="contracts", eval_schedule="nightly"}}'
-
-
-@pytest.mark.parametrize("variant", list(SPECS))
-def test_failing_fires_while_the_last_run_failed(tmp_path: Path, variant: str) -> None:
-    spec = EvalScheduleSpec.model_validate({**BASE, **SPECS[variant]})
-    rendered = render_eval_rules(OWNER, spec, RenderSettings())
-    rule = _rule(rendered, "RAGEvalFailing")
-    fired = {"exp_labels": _run_labels(spec), "exp_annotations": rule["annotations"]}
-    name = "RAGEvalFailing"
-    case = {
-        "interval": "1m",
-        # before any run (0), a run fails at 30m, the next one succeeds at 90m
-        "input_series": [
-            {
-                "series": _run_series("sleuth_eval_last_run_failed"),
-                "values": "0+0x29 1+0x59 0+0x59",
-            }
-        ],
-        "alert_rule_test": [
-            {"eval_time": "10m", "alertname": name, "exp_alerts": []},
-            {"eval_time": "29m", "alertname": name, "exp_alerts": []},
-            {"eval_time": "31m", "alertname": name, "exp_alerts": [fired]},
-            {"eval_time": "89m", "alertname": name, "exp_alerts": [fired]},
-            {"eval_time": "91m", "alertname": name, "exp_alerts": []},
-            {"eval_time": "140m", "alertname": name, "exp_alerts": []},
-        ],
-    }
-    _promtool(tmp_path, rendered, [case])
-
-
-def _humanize_duration(seconds: int) -> str:
-    """Prometheus's humanizeDuration for whole seconds of at least one minute."""
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h {minutes}m {secs}s"
-    if hours:
-        return f"{hours}h {minutes}m {secs}s"
-    return f"{minutes}m {secs}s"
-
-
-@pytest.mark.parametrize(
-    ("over", "stale_minutes"),
-    [
-        ({"schedule": "*/10 * * * *"}, 20),  # two gaps of the schedule
-        ({"schedule": "0,15 * * * *"}, 90),  # the longest gap is 45m (:15 to :00)
-        ({"schedule": "*/10 * * * *", "alerts": {"staleAfter": "35m"}}, 35),
-    ],
-)
-def test_stale_fires_after_s_without_success_not_before(
-    tmp_path: Path, over: dict[str, Any], stale_minutes: int
-) -> None:
-    spec = EvalScheduleSpec.model_validate({**BASE, **over})
-    rendered = render_eval_rules(OWNER, spec, RenderSettings())
-    rule = _rule(rendered, "RAGEvalStale")
-    s = stale_minutes
-    success = 3 * s  # a second success; the first one is at time 0
-
-    def fired(minutes_since: int) -> dict[str, Any]:
-        annotations = dict(rule["annotations"])
-        annotations["description"] = annotations["description"].replace(
-            "{{ $value | humanizeDuration }}", _humanize_duration(minutes_since * 60)
-        )
-        return {"exp_labels": _run_labels(spec), "exp_annotations": annotations}
-
-    name = "RAGEvalStale"
-    case = {
-        "interval": "1m",
-        "input_series": [
-            {
-                "series": _run_series("sleuth_eval_last_success_timestamp_seconds"),
-                "values": f"0+0x{success - 1} {success * 60}+0x{3 * s}",
-            }
-        ],
-        "alert_rule_test": [
-            {"eval_time": "1m", "alertname": name, "exp_alerts": []},
-            {"eval_time": f"{s}m", "alertname": name, "exp_alerts": []},  # exactly S: not yet
-            {"eval_time": f"{s + 1}m", "alertname": name, "exp_alerts": [fired(s + 1)]},
-            {"eval_time": f"{success - 1}m", "alertname": name, "exp_alerts": [fired(success - 1)]},
-            {"eval_time": f"{success}m", "alertname": name, "exp_alerts": []},  # it succeeded
-            {"eval_time": f"{success + s - 1}m", "alertname": name, "exp_alerts": []},
-            {"eval_time": f"{success + s + 2}m", "alertname": name, "exp_alerts": [fired(s + 2)]},
-        ],
-    }
-    _promtool(tmp_path, rendered, [case])
-
-
-def test_a_suspended_schedule_is_never_stale(tmp_path: Path) -> None:
-    spec = EvalScheduleSpec.model_validate({**BASE, "schedule": "*/10 * * * *", "suspend": True})
-    rendered = render_eval_rules(OWNER, spec, RenderSettings())
-    case = {
-        "interval": "1m",
-        "input_series": [
-            {
-                "series": _run_series("sleuth_eval_last_success_timestamp_seconds"),
-                "values": "0+0x300",
-            }
-        ],
-        "alert_rule_test": [
-            {"eval_time": f"{m}m", "alertname": "RAGEvalStale", "exp_alerts": []}
-            for m in (30, 100, 290)
-        ],
-    }
-    _promtool(tmp_path, rendered, [case])
+        run_promtool(tmp_path, rendered, [sustained])
