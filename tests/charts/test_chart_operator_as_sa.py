@@ -1,0 +1,195 @@
+"""The real operator run on this host *as the chart's ServiceAccount* (its token): the chart's
+RBAC is enough for the real reconcile, a 403 on a Secret is reported as unverifiable, and an older
+chart's RBAC that refuses the eval pods' Role is reported on the EvalSchedule and healed by
+`helm upgrade`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from chart_cluster_kit import EVAL_SCHEDULE, eventually, get, install, operator_as
+from chart_testkit import CHART, ROOT
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+def _run_operator_as(
+    kube: Any,
+    release_namespace: str,
+    sa: str,
+    watch: list[str],
+    tmp_path: Path,
+    agents_in: str,
+    timeout: float = 90,
+) -> tuple[dict[str, Any], str]:
+    """Run `sleuth operator` with the ServiceAccount's token; apply the example agent and an
+    EvalSchedule of it; wait for the agent's status and for the schedule's CronJob and the
+    ServiceAccount, Role and RoleBinding of its pods (the operator may create that Role only
+    because it holds every permission in it). Returns the status and the operator's log."""
+    kube.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CHART / "crds"))
+    with operator_as(kube, release_namespace, sa, watch, tmp_path) as log:
+        examples = ROOT / "examples" / "contracts"
+        for name in ("00-secrets.yaml", "10-agentdeployment.yaml"):
+            kube.kubectl("apply", "-n", agents_in, "-f", str(examples / name))
+
+        def reconciled() -> Any:
+            obj = get(kube, "agentdeployment", "contracts", "-n", agents_in)
+            status = obj.get("status") or {}
+            return status.get("observedGeneration") == obj["metadata"]["generation"] and status
+
+        status = eventually(reconciled, timeout, "the AgentDeployment's status is written")
+        kube.kubectl("apply", "-n", agents_in, "-f", "-", input=yaml.safe_dump(EVAL_SCHEDULE))
+        children = [
+            f"{kind}/contracts-nightly-eval"
+            for kind in ("cronjob", "serviceaccount", "role", "rolebinding")
+        ]
+
+        def eval_children() -> bool:
+            found = kube.kubectl("get", *children, "-n", agents_in, "-o", "name", check=False)
+            return found.returncode == 0 and len(found.stdout.split()) == 4
+
+        try:
+            eventually(eval_children, timeout, "the EvalSchedule's CronJob and RBAC objects")
+        except AssertionError as err:
+            schedule = get(kube, "evalschedule", "contracts-nightly", "-n", agents_in)
+            conditions = (schedule.get("status") or {}).get("conditions")
+            tail = log.read_text(errors="replace")[-3000:]
+            raise AssertionError(
+                f"{err}\nconditions: {conditions}\noperator log:\n{tail}"
+            ) from None
+    return status, log.read_text(errors="replace")
+
+
+def test_operator_reconciles_with_only_the_charts_namespace_role(
+    kube: Any, namespace: str, other_namespace: str, tmp_path: Path
+) -> None:
+    """The real operator, authenticated as the chart's ServiceAccount, reconciles an agent."""
+    release = f"o{namespace[2:]}"
+    install(kube, release, namespace, f"watchNamespaces={{{other_namespace}}}")
+    sa = f"{release}-sleuth-operator"
+    status, text = _run_operator_as(
+        kube, namespace, sa, [other_namespace], tmp_path, agents_in=other_namespace
+    )
+    assert {c["type"] for c in status["conditions"]} >= {"Ready", "Progressing", "Degraded"}
+    children = get(
+        kube,
+        "deployments",
+        "-n",
+        other_namespace,
+        "-l",
+        "app.kubernetes.io/managed-by=sleuth-operator",
+    )["items"]
+    assert {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in children} == {
+        "model",
+        "agent",
+    }
+    refused = [line for line in text.splitlines() if "403" in line or "Forbidden" in line]
+    assert refused == [], "\n".join(refused[:5])
+    kube.helm("uninstall", release, "-n", namespace, "--wait")
+
+
+def test_cluster_wide_operator_without_secret_access_still_reports_status(
+    kube: Any, namespace: str, other_namespace: str, tmp_path: Path
+) -> None:
+    """A 403 on a referenced Secret is reported as unverifiable; the reconcile goes on."""
+    release = f"w{namespace[2:]}"
+    install(kube, release, namespace)  # cluster-wide, Secrets readable nowhere
+    try:
+        status, text = _run_operator_as(
+            kube,
+            namespace,
+            f"{release}-sleuth-operator",
+            [],
+            tmp_path,
+            agents_in=other_namespace,
+            timeout=60,
+        )
+        conditions = {c["type"]: c for c in status["conditions"]}
+        assert set(conditions) == {"Ready", "Progressing", "Degraded"}
+        degraded = conditions["Degraded"]
+        assert (degraded["status"], degraded["reason"]) == ("Unknown", "SecretUnverifiable")
+        assert "Secret hf-token" in degraded["message"]
+        assert "lacks permission to read" in degraded["message"]
+        assert "fail to start if it is really missing" in degraded["message"]
+        assert conditions["Ready"]["reason"] != "SecretNotFound"
+        # The children were applied despite the unverifiable Secret.
+        children = get(
+            kube,
+            "deployments",
+            "-n",
+            other_namespace,
+            "-l",
+            "app.kubernetes.io/managed-by=sleuth-operator",
+        )["items"]
+        assert {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in children} == {
+            "model",
+            "agent",
+        }
+        refused = [line for line in text.splitlines() if "403" in line and "/secrets/" in line]
+        assert refused == [], "a 403 on a Secret is not an error any more"
+    finally:
+        kube.helm("uninstall", release, "-n", namespace, "--wait")
+
+
+def test_an_older_charts_rbac_is_reported_on_the_evalschedule_and_heals_on_upgrade(
+    kube: Any, namespace: str, other_namespace: str, tmp_path: Path
+) -> None:
+    """Without the right to create the eval pods' Role (a chart older than the operator), the
+    EvalSchedule says so (Ready=False, EvalAccessForbidden, naming the fix); helm upgrade heals."""
+    release = f"r{namespace[2:]}"
+    install(kube, release, namespace, f"watchNamespaces={{{other_namespace}}}")
+    (role,) = get(
+        kube, "roles", "-n", other_namespace, "-l", f"app.kubernetes.io/instance={release}"
+    )["items"]
+    kept = [r for r in role["rules"] if "roles" not in r.get("resources", [])]
+    assert len(kept) == len(role["rules"]) - 1
+    role["rules"] = kept
+    for key in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+        role["metadata"].pop(key, None)
+    kube.kubectl("replace", "-f", "-", input=json.dumps(role))
+
+    sa = f"{release}-sleuth-operator"
+    with operator_as(kube, namespace, sa, [other_namespace], tmp_path) as log:
+        examples = ROOT / "examples" / "contracts"
+        for name in ("00-secrets.yaml", "10-agentdeployment.yaml"):
+            kube.kubectl("apply", "-n", other_namespace, "-f", str(examples / name))
+        kube.kubectl("apply", "-n", other_namespace, "-f", "-", input=yaml.safe_dump(EVAL_SCHEDULE))
+
+        def ready() -> dict[str, Any] | None:
+            schedule = get(kube, "evalschedule", "contracts-nightly", "-n", other_namespace)
+            conditions = (schedule.get("status") or {}).get("conditions") or []
+            return next((c for c in conditions if c["type"] == "Ready"), None)
+
+        refused = eventually(
+            lambda: (c := ready()) is not None and c["reason"] == "EvalAccessForbidden" and c,
+            90,
+            "the EvalSchedule reports the refused Role",
+        )
+        assert refused["status"] == "False"
+        assert "contracts-nightly-eval" in refused["message"]
+        assert "HTTP 403" in refused["message"]
+        assert "Upgrade the chart" in refused["message"]
+        assert (
+            kube.kubectl(
+                "get", "cronjob/contracts-nightly-eval", "-n", other_namespace, check=False
+            ).returncode
+            == 0
+        )  # the rest is still applied
+
+        install(kube, release, namespace, verb="upgrade", reuse=True)  # puts the Role back
+        healed = eventually(
+            lambda: (c := ready()) is not None and c["status"] == "True" and c,
+            90,
+            "the EvalSchedule is Ready after the upgrade",
+        )
+        assert healed["reason"] == "Scheduled"
+        kube.kubectl(
+            "get", "role/contracts-nightly-eval", "rolebinding/contracts-nightly-eval",
+            "-n", other_namespace,
+        )  # fmt: skip
+    assert "Traceback" not in log.read_text(errors="replace")
+    kube.helm("uninstall", release, "-n", namespace, "--wait")
