@@ -37,6 +37,7 @@ from prometheus_client.registry import Collector
 from pydantic import ValidationError
 
 from sleuth.api.v1alpha1.evalschedule import EvalScheduleStatus, EvalScores
+from sleuth.evals.report.prometheus import RAG_GAUGES, TSA_GAUGE
 
 log = logging.getLogger("sleuth.operator")
 
@@ -54,38 +55,23 @@ class ScoreSeries:
     extra: tuple[tuple[str, str], ...] = ()
 
 
+# status.scores field -> the value name of the same score in an eval run's own exposition, so
+# that both name and describe it alike (sleuth.evals.report.prometheus).
+_RUN_VALUE = {
+    "faithfulness": "faithfulness",
+    "answer_relevancy": "answer_relevancy",
+    "context_precision": "context_precision_simple",  # status holds the simple form
+    "context_recall": "context_recall",
+    "noise_sensitivity": "noise_sensitivity",
+}
 SCORES: tuple[ScoreSeries, ...] = (
-    ScoreSeries(
-        "faithfulness",
-        "rag_faithfulness_score",
-        "Share of answer claims supported by the retrieved context (RAGAS).",
+    *(
+        ScoreSeries(
+            field, RAG_GAUGES[key][0], RAG_GAUGES[key][1], tuple(RAG_GAUGES[key][2].items())
+        )
+        for field, key in _RUN_VALUE.items()
     ),
-    ScoreSeries(
-        "answer_relevancy",
-        "rag_answer_relevancy_score",
-        "Mean cosine of generated questions to the question (RAGAS).",
-    ),
-    ScoreSeries(
-        "context_precision",
-        "rag_context_precision_score",
-        "Context precision; form=simple is relevant/K.",
-        (("form", "simple"),),
-    ),
-    ScoreSeries(
-        "context_recall",
-        "rag_context_recall_score",
-        "Share of reference claims attributable to the context (RAGAS).",
-    ),
-    ScoreSeries(
-        "noise_sensitivity",
-        "rag_noise_sensitivity_score",
-        "Share of incorrect answer claims (RAGAS); lower is better.",
-    ),
-    ScoreSeries(
-        "tool_selection_accuracy",
-        "agent_tool_selection_accuracy",
-        "Share of cases whose first decision chose the expected tools (or none).",
-    ),
+    ScoreSeries("tool_selection_accuracy", *TSA_GAUGE),
 )
 
 # The status fields read here; the rest (conditions, currentRun) is not parsed.

@@ -48,6 +48,12 @@ RAG_GAUGES: dict[str, tuple[str, str, dict[str, str]]] = {
 }
 
 
+TSA_GAUGE: tuple[str, str] = (
+    "agent_tool_selection_accuracy",
+    "Share of cases whose first decision chose the expected tools (or none).",
+)
+
+
 def build_registry(docs: Iterable[Mapping[str, Any]]) -> CollectorRegistry:
     registry = CollectorRegistry()
     gauges: dict[str, Gauge] = {}
@@ -79,10 +85,7 @@ def build_registry(docs: Iterable[Mapping[str, Any]]) -> CollectorRegistry:
         else:
             entry = d["metrics"]["tool_selection_accuracy"]
             if entry["value"] is not None:
-                gauge(
-                    "agent_tool_selection_accuracy",
-                    "Share of cases whose first decision chose the expected tools (or none).",
-                ).labels(**base).set(entry["value"])
+                gauge(*TSA_GAUGE).labels(**base).set(entry["value"])
             by_tool = gauge(
                 "agent_tool_selection_accuracy_by_tool",
                 "Tool selection accuracy over the cases expecting this tool.",
