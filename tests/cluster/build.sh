@@ -10,6 +10,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
 source "$here/versions.env"
 cache="${SLEUTH_CACHE:-$HOME/.cache/sleuth}"
+# The control plane, kubectl, and the real worker node's kubelet and kube-proxy.
+KUBE_PROGRAMS="kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy"
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 export CGO_ENABLED=0
 
@@ -24,10 +26,12 @@ staging_modules() {
 
 build_kubernetes() {
   local out="$cache/bin/kubernetes-$KUBERNETES_VERSION"
-  if [[ -x "$out/kube-apiserver" && -x "$out/kubectl" && -x "$out/kube-scheduler" && -x "$out/kube-controller-manager" ]]; then
+  local c ok=1
+  for c in $KUBE_PROGRAMS; do [[ -x "$out/$c" ]] || ok=0; done
+  if (( ok )); then
     echo "$out"; return
   fi
-  log "building Kubernetes $KUBERNETES_VERSION (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)"
+  log "building Kubernetes $KUBERNETES_VERSION ($KUBE_PROGRAMS)"
   local work="$cache/src/kubernetes-$KUBERNETES_VERSION"
   rm -rf "$work"; mkdir -p "$work" "$out.tmp"
   (
@@ -37,7 +41,7 @@ build_kubernetes() {
       echo "go 1.24.0"
       echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
       for m in $(staging_modules); do echo "replace $m => $m $KUBERNETES_STAGING_VERSION"; done
-      for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+      for c in $KUBE_PROGRAMS; do
         echo "tool k8s.io/kubernetes/cmd/$c"
       done
     } > go.mod
@@ -48,9 +52,9 @@ build_kubernetes() {
       ld+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
       ld+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
     done
-    go build -trimpath -ldflags "$ld" -o "$out.tmp/" \
-      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl >&2
+    local pkgs=()
+    for c in $KUBE_PROGRAMS; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+    go build -trimpath -ldflags "$ld" -o "$out.tmp/" "${pkgs[@]}" >&2
   )
   rm -rf "$out"; mv "$out.tmp" "$out"
   echo "$out"
@@ -105,6 +109,9 @@ main() {
     "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
     helm.sh/helm/v3/cmd/helm)")
   dirs+=("$(build_kubernetes)")
+  # The real worker node's cluster DNS and CRI client.
+  dirs+=("$(go_install coredns "$COREDNS_VERSION" "" github.com/coredns/coredns)")
+  dirs+=("$(go_install crictl "$CRICTL_VERSION" "" sigs.k8s.io/cri-tools/cmd/crictl)")
   prometheus_operator_crds >/dev/null
   mkdir -p "$cache/bin/current"
   for d in "${dirs[@]}"; do
