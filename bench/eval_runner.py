@@ -22,7 +22,11 @@ import os
 import sys
 import time
 
-from sleuth.agent.scripted import (
+from sleuth.evals.rag.runner import run_metrics
+from sleuth.scoring.judge import JudgeConfig, build_judge
+from sleuth.scoring.metrics import ALL_METRICS, judge_calls_per_row
+from sleuth.scoring.samples import RagSample
+from sleuth.scripted import (
     LatencyProfile,
     Match,
     Rule,
@@ -30,10 +34,6 @@ from sleuth.agent.scripted import (
     ScriptedProcess,
     ScriptedResponse,
 )
-from sleuth.evals.rag.judge import JudgeConfig, build_judge
-from sleuth.evals.rag.metrics import ALL_METRICS, judge_calls_per_row
-from sleuth.evals.rag.runner import run_metrics
-from sleuth.evals.rag.samples import RagSample
 
 STATEMENTS = ["Redis keeps data in memory.", "Redis answers GET in under 1 ms."]
 

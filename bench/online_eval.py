@@ -38,7 +38,9 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from sleuth.agent.scripted import (
+from sleuth.agent.tools.base import ToolOutput
+from sleuth.core.tools import ToolSpec
+from sleuth.scripted import (
     EmbeddingScript,
     Match,
     Rule,
@@ -48,8 +50,7 @@ from sleuth.agent.scripted import (
     ScriptedToolCall,
     seed_latency_profile,
 )
-from sleuth.agent.scripted.runner import free_port
-from sleuth.agent.tools.base import ToolOutput, ToolSpec
+from sleuth.scripted.runner import free_port
 
 HERE = Path(__file__).resolve().parent
 QUESTION = "How many contracts above 100k did we sign in 2025 with EU providers?"
@@ -144,7 +145,7 @@ class AgentProc:
         port = free_port()
         env = {**os.environ, "PYTHONPATH": str(HERE), "SLEUTH_AGENT_NAME": self.name}
         env["SLEUTH_AGENT_HOST"] = "127.0.0.1"
-        cmd = [sys.executable, "-c", "from sleuth.cli import main; raise SystemExit(main())"]
+        cmd = [sys.executable, "-c", "from sleuth.core.cli import main; raise SystemExit(main())"]
         cmd += ["agent", "--config", str(self.path), "--port", str(port)]
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -213,7 +214,7 @@ async def cpu_per_sample(url: str, samples: int = 40) -> float:
     """
     from sleuth.agent.metrics import AgentMetrics
     from sleuth.agent.onlineeval import METRICS, OnlineEvaluator, Sample
-    from sleuth.api.agent_config import AgentConfig
+    from sleuth.core.api.agent_config import AgentConfig
 
     config = AgentConfig.model_validate(
         {

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sleuth.api.v1alpha1.kinds import KINDS
+from sleuth.core.api.v1alpha1.kinds import KINDS
 from sleuth.evals.golden.cases import load_golden, shipped_golden_path
 from sleuth.evals.golden.manifest import verify
 

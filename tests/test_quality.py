@@ -26,15 +26,3 @@ def test_ruff_check_is_clean() -> None:
 def test_mypy_strict_is_clean() -> None:
     proc = _run(str(BIN / "mypy"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-def test_only_the_three_package_symlinks_exist() -> None:
-    """sleuth/{agent,operator,evals} point at the top-level folders; a stray link loops mypy."""
-    tracked = subprocess.run(
-        ["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.splitlines()
-    links = sorted(line.split("\t")[1] for line in tracked if line.startswith("120000"))
-    assert links == ["sleuth/agent", "sleuth/evals", "sleuth/operator"]
-    for name in ("agent", "operator", "evals"):
-        assert (ROOT / "sleuth" / name).resolve() == ROOT / name
-        assert not (ROOT / name / name).is_symlink(), f"stray symlink {name}/{name}"

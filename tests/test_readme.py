@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sleuth.agent.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
+from sleuth.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

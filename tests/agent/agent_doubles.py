@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.agent.cache import ToolCache
-from sleuth.agent.llm import OpenAIChatModel
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.toolrun import BoundTool, ToolRunner
-from sleuth.agent.tools.base import Citation, ToolError, ToolOutput, ToolSpec
+from sleuth.agent.tools.base import Citation, ToolError, ToolOutput
+from sleuth.core.llm import OpenAIChatModel
+from sleuth.core.tools import ToolSpec
 
 SEED_QUESTION = (
     "How many contracts above 100k€ did we sign in 2025 with EU providers, "

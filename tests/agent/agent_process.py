@@ -14,7 +14,7 @@ from typing import Any, Self
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from sleuth.agent.scripted.runner import free_port
+from sleuth.scripted.runner import free_port
 
 HERE = Path(__file__).resolve().parent
 
@@ -50,7 +50,7 @@ class AgentProcess:
         env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
         env["SLEUTH_AGENT_NAME"] = self.name
         env["SLEUTH_AGENT_HOST"] = "127.0.0.1"
-        cmd = [sys.executable, "-c", "from sleuth.cli import main; raise SystemExit(main())"]
+        cmd = [sys.executable, "-c", "from sleuth.core.cli import main; raise SystemExit(main())"]
         cmd += ["agent", "--config", str(path), "--port", str(port)]
         with self.log.open("wb") as out:
             self._proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)

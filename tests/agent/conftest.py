@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sleuth.agent.scripted import ScriptedServer
+from sleuth.scripted import ScriptedServer
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from agent_doubles import (
 )
 
 from sleuth.agent.api import create_app
-from sleuth.agent.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
 from sleuth.agent.toolrun import BoundTool
-from sleuth.api.agent_config import AgentConfig
+from sleuth.core.api.agent_config import AgentConfig
+from sleuth.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
 
 pytestmark = pytest.mark.integration
 

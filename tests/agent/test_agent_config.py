@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from sleuth.api.agent_config import AgentConfig, parse_agent_config
+from sleuth.core.api.agent_config import AgentConfig, parse_agent_config
 
 pytestmark = pytest.mark.unit
 

@@ -17,9 +17,9 @@ from agent_doubles import (
 )
 
 from sleuth.agent.cache import ToolCache
-from sleuth.agent.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
 from sleuth.agent.tools.base import ToolArgumentError, ToolUnavailable
 from sleuth.agent.trace import Trace
+from sleuth.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
 
 pytestmark = pytest.mark.integration
 

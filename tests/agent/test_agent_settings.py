@@ -10,7 +10,7 @@ import pytest
 from sleuth.agent.errors import ToolConfigError
 from sleuth.agent.registry import bind_tools
 from sleuth.agent.settings import AgentSettings
-from sleuth.api.agent_config import AgentConfig
+from sleuth.core.api.agent_config import AgentConfig
 
 pytestmark = pytest.mark.unit
 

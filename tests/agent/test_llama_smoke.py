@@ -23,10 +23,10 @@ import httpx
 import pytest
 from agent_doubles import SEED_QUESTION, seed_sql, seed_vector
 
-from sleuth.agent.llm import OpenAIChatModel
 from sleuth.agent.loop import Agent, LoopSettings
-from sleuth.agent.scripted.runner import free_port
 from sleuth.agent.toolrun import BoundTool, ToolRunner
+from sleuth.core.llm import OpenAIChatModel
+from sleuth.scripted.runner import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from agent_process import AgentProcess
 
-from sleuth.agent.scripted import (
+from sleuth.scripted import (
     EmbeddingScript,
     Match,
     Rule,
@@ -24,7 +24,7 @@ from sleuth.agent.scripted import (
     ScriptedServer,
     ScriptedToolCall,
 )
-from sleuth.agent.scripted.runner import free_port
+from sleuth.scripted.runner import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -234,7 +234,7 @@ def test_the_scheduled_evals_questions_are_not_sampled(
     """Requests from `sleuth eval ragas --agent-url` (its header) are scored by the run only."""
     import httpx
 
-    from sleuth.agent.onlineeval import EVAL_HEADER
+    from sleuth.core.names import EVAL_HEADER
 
     online = {"sampleRate": 1.0, "concurrency": 1}
     with AgentProcess(config(model.url, online), tmp_path) as agent:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sleuth.agent.router import NOT_ENOUGH, ROUTER_NAME, RouterModel, plan
-from sleuth.agent.tools.descriptions import DEFAULT_SPECS
+from sleuth.core.tools import DEFAULT_SPECS
 
 pytestmark = pytest.mark.unit
 

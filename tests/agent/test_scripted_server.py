@@ -10,7 +10,7 @@ import httpx
 import openai
 import pytest
 
-from sleuth.agent.scripted import (
+from sleuth.scripted import (
     LatencyProfile,
     Match,
     Rule,

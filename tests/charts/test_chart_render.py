@@ -156,7 +156,7 @@ def test_values_are_documented_key_by_key_in_camel_case() -> None:
 
 
 def test_defaults_follow_the_code() -> None:
-    from sleuth.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
+    from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
     from sleuth.evals.report.results import DEFAULT_THRESHOLDS
     from sleuth.operator.render.meta import DEFAULT_SLEUTH_IMAGE
 
@@ -179,7 +179,7 @@ def test_defaults_follow_the_code() -> None:
 
 @pytest.mark.parametrize("name", VALUE_SETS)
 def test_operator_arguments_are_accepted_by_the_cli(helm: Path, name: str) -> None:
-    from sleuth.cli import build_parser
+    from sleuth.core.cli import build_parser
 
     docs = documents(template(helm, VALUE_SETS[name]))
     args = build_parser("operator").parse_args(operator_args(docs))

@@ -18,7 +18,7 @@ import math
 import threading
 from typing import Any
 
-from sleuth.agent.scripted import ScriptedResponse
+from sleuth.scripted import ScriptedResponse
 
 QUESTION = (
     "What latency guarantees does Redis offer for in-memory read operations with a 10 GB dataset?"

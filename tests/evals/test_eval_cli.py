@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from sleuth.agent.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
-from sleuth.cli import main
+from sleuth.core.cli import main
 from sleuth.evals.tsa.cases import TsaCase, load_cases, shipped_cases_path
+from sleuth.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
 
 pytestmark = pytest.mark.integration
 
@@ -163,7 +163,7 @@ def test_test_split_is_refused_without_final_report(capsys: pytest.CaptureFixtur
 
 
 def test_ragas_cli_on_the_worked_example(judge_server: ScriptedServer, tmp_path: Path) -> None:
-    from sleuth.evals.rag.samples import worked_example_path
+    from sleuth.scoring.samples import worked_example_path
 
     out, prom, page = tmp_path / "r.json", tmp_path / "m.prom", tmp_path / "r.html"
     code = main(

@@ -9,15 +9,16 @@ from typing import Any
 
 import pytest
 
-from sleuth.agent.scripted import ScriptedResponse, ScriptedServer
-from sleuth.cli import main
-from sleuth.evals.errors import DatasetError, ManifestError
+from sleuth.core.cli import main
+from sleuth.core.errors import DatasetError
+from sleuth.core.jsonl import dump_jsonl
+from sleuth.evals.errors import ManifestError
 from sleuth.evals.golden.builder import stratified_sample
 from sleuth.evals.golden.cases import NOT_ENOUGH_INFORMATION, load_golden
 from sleuth.evals.golden.corpus import Chunk, load_folder
 from sleuth.evals.golden.manifest import freeze, verify
 from sleuth.evals.golden.review import import_verdicts
-from sleuth.evals.jsonl import dump_jsonl
+from sleuth.scripted import ScriptedResponse, ScriptedServer
 
 pytestmark = pytest.mark.integration
 
@@ -157,8 +158,8 @@ def test_bad_verdict_names_the_csv_line(tmp_path: Path) -> None:
 
 
 def test_shipped_golden_set_is_frozen_and_grounded_in_the_sample_corpus() -> None:
+    from sleuth.agent.sample import DOCUMENTS
     from sleuth.evals.golden.cases import shipped_golden_path
-    from sleuth.sample import DOCUMENTS
 
     path = shipped_golden_path()
     cases = load_golden(path)

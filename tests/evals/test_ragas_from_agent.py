@@ -17,16 +17,16 @@ import uvicorn
 from evals_judge_script import CHUNKS
 
 from sleuth.agent.api import create_app
-from sleuth.agent.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
 from sleuth.agent.toolrun import BoundTool
-from sleuth.agent.tools.base import Citation, ToolOutput, ToolSpec
-from sleuth.agent.tools.descriptions import VECTOR_SEARCH
-from sleuth.api.agent_config import AgentConfig
-from sleuth.cli import main
+from sleuth.agent.tools.base import Citation, ToolOutput
+from sleuth.core.api.agent_config import AgentConfig
+from sleuth.core.cli import main
+from sleuth.core.jsonl import dump_jsonl
+from sleuth.core.tools import VECTOR_SEARCH, ToolSpec
 from sleuth.evals.golden.cases import NOT_ENOUGH_INFORMATION, GoldenCase
 from sleuth.evals.golden.manifest import freeze
-from sleuth.evals.jsonl import dump_jsonl
-from sleuth.evals.rag.samples import RagSample
+from sleuth.scoring.samples import RagSample
+from sleuth.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
 
 pytestmark = pytest.mark.integration
 

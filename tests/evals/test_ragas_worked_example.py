@@ -11,11 +11,11 @@ import json
 import pytest
 from evals_judge_script import WorkedExampleJudge
 
-from sleuth.agent.scripted import ScriptedServer
-from sleuth.evals.rag.judge import JudgeConfig, build_judge
-from sleuth.evals.rag.metrics import ALL_METRICS
 from sleuth.evals.rag.runner import RagRun, run_metrics
-from sleuth.evals.rag.samples import RagSample
+from sleuth.scoring.judge import JudgeConfig, build_judge
+from sleuth.scoring.metrics import ALL_METRICS
+from sleuth.scoring.samples import RagSample
+from sleuth.scripted import ScriptedServer
 
 pytestmark = pytest.mark.integration
 
@@ -103,7 +103,7 @@ async def test_row_still_unparsable_is_counted_not_averaged(
 async def test_timeout_is_a_counted_failure(
     judge_server: ScriptedServer, worked_example: RagSample
 ) -> None:
-    from sleuth.agent.scripted import Scenario, ScriptedResponse
+    from sleuth.scripted import Scenario, ScriptedResponse
 
     judge_server.set_scenario(Scenario(turns=[ScriptedResponse(content="{}", delay_ms=3000)]))
     judge_server.state.responder = None
@@ -116,7 +116,7 @@ async def test_answer_relevancy_with_the_local_embedding_model(
     judge_server: ScriptedServer, worked_judge: WorkedExampleJudge, worked_example: RagSample
 ) -> None:
     """Real all-MiniLM-L6-v2 vectors: the question itself scores 1, other questions less."""
-    from sleuth.agent.tools.vector.minilm import ModelNotInstalled, find_model_dir
+    from sleuth.core.minilm import ModelNotInstalled, find_model_dir
 
     try:
         find_model_dir()

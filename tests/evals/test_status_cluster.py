@@ -21,15 +21,15 @@ import yaml
 from test_ragas_from_agent import Chunks, Served, planner
 
 from sleuth.agent.api import create_app
-from sleuth.agent.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
 from sleuth.agent.toolrun import BoundTool
-from sleuth.api.agent_config import AgentConfig
+from sleuth.core.api.agent_config import AgentConfig
+from sleuth.core.jsonl import dump_jsonl
 from sleuth.evals.golden.cases import GoldenCase
 from sleuth.evals.golden.manifest import freeze
-from sleuth.evals.jsonl import dump_jsonl
-from sleuth.evals.rag.samples import RagSample
 from sleuth.evals.status import RunContext, StatusTarget, failed_part
 from sleuth.evals.statuswriter import StatusWriter, api_client
+from sleuth.scoring.samples import RagSample
+from sleuth.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
 
 pytestmark = pytest.mark.cluster
 

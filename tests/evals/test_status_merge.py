@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from sleuth.api.v1alpha1.evalschedule import EvalCounts, EvalPart, EvalScores
-from sleuth.cli import main
+from sleuth.core.api.v1alpha1.evalschedule import EvalCounts, EvalPart, EvalScores
+from sleuth.core.cli import main
 from sleuth.evals.rag.runner import Failure, RagRun
 from sleuth.evals.report.results import RunLabels, ragas_document, tsa_document
 from sleuth.evals.status import (

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from sleuth.agent.trace import ModelStep, RequestedCall, ToolCallRecord, ToolStep, Trace
-from sleuth.cli import main
+from sleuth.core.cli import main
+from sleuth.core.jsonl import dump_jsonl
 from sleuth.evals.golden.cases import GoldenCase
 from sleuth.evals.golden.manifest import freeze
-from sleuth.evals.jsonl import dump_jsonl
-from sleuth.evals.rag.samples import load_samples, worked_example_path
 from sleuth.evals.traces import load_recorded
+from sleuth.scoring.samples import load_samples, worked_example_path
 
 pytestmark = pytest.mark.unit
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from sleuth.agent.tools.descriptions import DEFAULT_SPECS
-from sleuth.evals.errors import DatasetError
+from sleuth.core.errors import DatasetError
+from sleuth.core.tools import DEFAULT_SPECS
 from sleuth.evals.splits import split_for
 from sleuth.evals.tsa.cases import TsaCase, load_cases, shipped_cases_path
 from sleuth.evals.tsa.matching import check_arguments, values_equal
@@ -188,7 +188,7 @@ def test_invalid_case_names_line_and_field(tmp_path: Path) -> None:
 
 
 async def test_in_process_chat_model_first_decision_is_scored() -> None:
-    from sleuth.agent.llm import ModelTurn, ToolCallRequest
+    from sleuth.core.llm import ModelTurn, ToolCallRequest
     from sleuth.evals.tsa.runner import run_with_chat_model
 
     class Model:

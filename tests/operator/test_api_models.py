@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sleuth.api.v1alpha1 import (
+from sleuth.core.api.v1alpha1 import (
     AgentDeploymentSpec,
     ModelSpec,
     ToolBindingSpec,

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from operator_testkit import EXAMPLES, OperatorProcess, eventually
 
-from sleuth.operator.kube import CRON_JOB, DEPLOYMENT, Kube
+from sleuth.core.kube import CRON_JOB, DEPLOYMENT, Kube
 from sleuth.operator.reconcile_agent import reconcile_agent
 from sleuth.operator.reconcile_common import Context
 from sleuth.operator.reconcile_tool import reconcile_tool

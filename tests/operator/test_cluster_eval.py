@@ -186,7 +186,7 @@ def test_bad_cron_is_refused_by_the_apiserver(kube: Any, namespace: str, crds: N
 
 def test_discovery_tells_whether_prometheus_rules_are_served(kube: Any) -> None:
     """The check behind PrometheusRuleUnsupported, against the real apiserver's discovery."""
-    from sleuth.operator.kube import PROMETHEUS_RULE, Kube, Resource
+    from sleuth.core.kube import PROMETHEUS_RULE, Kube, Resource
 
     api = Kube(kube.api)
     assert api.serves(PROMETHEUS_RULE)  # the test control plane installs its CRD

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from sleuth.api import crddocs, crdgen
-from sleuth.api.v1alpha1.kinds import KINDS
-from sleuth.cli import main
+from sleuth.core.api import crddocs, crdgen
+from sleuth.core.api.v1alpha1.kinds import KINDS
+from sleuth.core.cli import main
 
 pytestmark = pytest.mark.unit
 

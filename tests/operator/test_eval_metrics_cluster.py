@@ -29,7 +29,7 @@ from eval_metrics_kit import (
 )
 from operator_testkit import OperatorProcess, eventually
 
-from sleuth.agent.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
+from sleuth.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from promtool_kit import BASE, NEEDS_PROMTOOL, OWNER, PROMTOOL, SPECS, rule_of, run_promtool
 
-from sleuth.api.v1alpha1 import EvalScheduleSpec
+from sleuth.core.api.v1alpha1 import EvalScheduleSpec
 from sleuth.operator.render import RenderSettings
 from sleuth.operator.render.evalrules import SCORE_ALERTS, ScoreAlert, render_eval_rules
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sleuth.api import crdgen
-from sleuth.api.v1alpha1 import EvalScheduleSpec
-from sleuth.api.v1alpha1.kinds import EVAL_SCHEDULE
+from sleuth.core.api import crdgen
+from sleuth.core.api.v1alpha1 import EvalScheduleSpec
+from sleuth.core.api.v1alpha1.kinds import EVAL_SCHEDULE
 
 pytestmark = pytest.mark.unit
 

@@ -9,8 +9,8 @@ import yaml
 from pydantic import ValidationError
 
 from sleuth.agent.onlineeval import judge_config
-from sleuth.api.agent_config import parse_agent_config
-from sleuth.api.v1alpha1 import AgentDeploymentSpec
+from sleuth.core.api.agent_config import parse_agent_config
+from sleuth.core.api.v1alpha1 import AgentDeploymentSpec
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.agent import JUDGE_API_KEY_ENV, render_agent
 

@@ -22,14 +22,14 @@ import pytest
 import yaml
 
 from sleuth.agent.onlineeval import judge_config
-from sleuth.api.agent_config import parse_agent_config
-from sleuth.api.v1alpha1 import AgentDeploymentSpec, EvalScheduleSpec
-from sleuth.api.v1alpha1.toolbinding import ToolBindingSpec
-from sleuth.evals.rag.judge import JudgeConfig, build_judge
+from sleuth.core.api.agent_config import parse_agent_config
+from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, EvalScheduleSpec
+from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.operator.reconcile_eval import _target
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.agent import Binding, render_agent
 from sleuth.operator.render.evalschedule import EvalTarget, render_eval_cronjob
+from sleuth.scoring.judge import JudgeConfig, build_judge
 
 pytestmark = pytest.mark.unit
 
@@ -194,7 +194,7 @@ def _ragas(target: EvalTarget) -> tuple[list[str], dict[str, dict[str, Any]]]:
 
 
 def _parse(args: list[str]) -> Any:
-    from sleuth.cli import build_parser
+    from sleuth.core.cli import build_parser
 
     return build_parser("eval").parse_args(args)
 

@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from operator_testkit import GOLDEN
 
-from sleuth.api.v1alpha1 import EvalScheduleSpec
-from sleuth.api.v1alpha1.common import SecretKeyRef
-from sleuth.api.v1alpha1.evalschedule import RAGAS_METRICS, TSA_METRIC
+from sleuth.core.api.v1alpha1 import EvalScheduleSpec
+from sleuth.core.api.v1alpha1.common import SecretKeyRef
+from sleuth.core.api.v1alpha1.evalschedule import RAGAS_METRICS, TSA_METRIC
 from sleuth.evals.splits import parse_shard
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.evalaccess import render_eval_access
@@ -77,7 +77,7 @@ def _containers(cronjob: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _parse_eval_args(args: list[str]) -> argparse.Namespace:
     """Parse the container's arguments with the real `sleuth` CLI parser (no guessed flags)."""
-    from sleuth.cli import build_parser
+    from sleuth.core.cli import build_parser
 
     return build_parser("eval").parse_args(args)
 

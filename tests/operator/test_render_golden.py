@@ -14,7 +14,7 @@ import pytest
 import yaml
 from operator_testkit import GOLDEN, example
 
-from sleuth.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
+from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.agent import Binding, render_agent
 from sleuth.operator.render.model import render_model

@@ -10,8 +10,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sleuth.api.agent_config import parse_agent_config
-from sleuth.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
+from sleuth.core.api.agent_config import parse_agent_config
+from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.agent import Binding, agent_config, render_agent
 from sleuth.operator.render.meta import CONFIG_HASH_ANNOTATION

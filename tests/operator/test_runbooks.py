@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sleuth.api.v1alpha1 import EvalScheduleSpec
+from sleuth.core.api.v1alpha1 import EvalScheduleSpec
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.evalrules import ALERT_NAMES, SCORE_ALERTS, render_eval_rules
 

@@ -1,7 +1,8 @@
 """Fixtures of the tools' tests: a real PostgreSQL (pgserver) holding the seed's sample data.
 
 One server per test session, in a temporary folder. The owner (``postgres``) loads
-:mod:`sleuth.sample.contracts`; ``docs/sql/readonly-role.sql`` creates the SELECT-only role the
+:mod:`sleuth.agent.sample.contracts`; ``docs/sql/readonly-role.sql`` creates the SELECT-only role
+the
 tool connects as (so the documented snippet is exercised). :func:`table_checksums` hashes every
 table, the relation list and the role list, to prove that nothing was written.
 """
@@ -18,7 +19,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from sleuth.sample.contracts import load_postgres
+from sleuth.agent.sample.contracts import load_postgres
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE_SQL = REPO / "docs" / "sql" / "readonly-role.sql"
@@ -116,7 +117,7 @@ def checksums() -> Checksums:
 def local_embedder() -> Any:
     """The real local model (all-MiniLM-L6-v2 in numpy), loaded once."""
     pytest.importorskip("tokenizers")
-    from sleuth.agent.tools.vector.embeddings import LocalEmbedder
+    from sleuth.core.embeddings import LocalEmbedder
 
     return LocalEmbedder()
 

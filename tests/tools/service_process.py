@@ -36,7 +36,7 @@ class ServiceProcess:
                 [
                     sys.executable,
                     "-m",
-                    "sleuth.cli",
+                    "sleuth.core.cli",
                     "tool-service",
                     "--config",
                     str(path),

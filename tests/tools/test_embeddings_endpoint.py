@@ -9,10 +9,9 @@ import pytest
 from qdrant_client import AsyncQdrantClient
 
 from sleuth.agent.ingest import ingest, sample_documents
-from sleuth.agent.scripted import Scenario, ScriptedServer
-from sleuth.agent.tools.base import ToolUnavailable
-from sleuth.agent.tools.vector.embeddings import OpenAIEmbedder
 from sleuth.agent.tools.vector.tool import VectorSearchTool, VectorToolConfig
+from sleuth.core.embeddings import EmbeddingsUnavailable, OpenAIEmbedder
+from sleuth.scripted import Scenario, ScriptedServer
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +54,7 @@ async def test_ingest_and_search_through_the_endpoint(scripted: ScriptedServer) 
 async def test_endpoint_down_is_unavailable() -> None:
     embedder = OpenAIEmbedder("http://127.0.0.1:9/v1", "x", timeout_seconds=2)
     try:
-        with pytest.raises(ToolUnavailable, match="embeddings endpoint unreachable"):
+        with pytest.raises(EmbeddingsUnavailable, match="embeddings endpoint unreachable"):
             await embedder.embed(["x"])
     finally:
         await embedder.aclose()

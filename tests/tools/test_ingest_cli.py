@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 def _ingest(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "sleuth.cli", "ingest", *args, "--quiet"],
+        [sys.executable, "-m", "sleuth.core.cli", "ingest", *args, "--quiet"],
         capture_output=True,
         text=True,
         timeout=300,

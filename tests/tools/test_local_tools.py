@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from sleuth.agent.sample.contracts import SEED_PARAMS, SEED_SQL
 from sleuth.agent.tools.base import ToolUnavailable
 from sleuth.agent.tools.local import build_local_tool
-from sleuth.api.agent_config import ToolConfig
-from sleuth.sample.contracts import SEED_PARAMS, SEED_SQL
+from sleuth.core.api.agent_config import ToolConfig
 
 pytestmark = pytest.mark.integration
 

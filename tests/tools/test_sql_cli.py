@@ -12,7 +12,7 @@ pytestmark = pytest.mark.integration
 
 def _check(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "sleuth.cli", "sql", "check", *args],
+        [sys.executable, "-m", "sleuth.core.cli", "sql", "check", *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -9,11 +9,11 @@ from typing import Any
 import asyncpg
 import pytest
 
+from sleuth.agent.sample.contracts import EXPECTED_COUNT, EXPECTED_TOTAL, SEED_PARAMS, SEED_SQL
 from sleuth.agent.tools.base import ToolArgumentError, ToolError
 from sleuth.agent.tools.sql.executor import SqlLimits
 from sleuth.agent.tools.sql.guard import SqlRefused
 from sleuth.agent.tools.sql.tool import SqlQueryTool, SqlToolConfig
-from sleuth.sample.contracts import EXPECTED_COUNT, EXPECTED_TOTAL, SEED_PARAMS, SEED_SQL
 
 pytestmark = pytest.mark.integration
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sleuth.agent.tools.descriptions import (
+from sleuth.core.tools import (
     DEFAULT_SPECS,
     SQL_QUERY,
     VECTOR_SEARCH,
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.unit
 
 @pytest.mark.parametrize("spec", [VECTOR_SEARCH, SQL_QUERY, WEB_SEARCH], ids=lambda s: s.name)
 def test_every_description_has_use_cases_and_exclusions(spec: object) -> None:
-    from sleuth.agent.tools.base import ToolSpec
+    from sleuth.core.tools import ToolSpec
 
     assert isinstance(spec, ToolSpec)
     assert "Use when" in spec.description or "Use only when" in spec.description

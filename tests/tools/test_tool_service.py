@@ -10,11 +10,11 @@ import httpx
 import pytest
 from service_process import ServiceProcess, free_port, sql_binding
 
+from sleuth.agent.sample.contracts import EXPECTED_COUNT, EXPECTED_TOTAL, SEED_PARAMS, SEED_SQL
 from sleuth.agent.tools.base import ToolArgumentError, ToolUnavailable
-from sleuth.agent.tools.descriptions import SQL_QUERY
 from sleuth.agent.tools.remote import RemoteTool, build_remote_tool
-from sleuth.api.agent_config import ToolConfig
-from sleuth.sample.contracts import EXPECTED_COUNT, EXPECTED_TOTAL, SEED_PARAMS, SEED_SQL
+from sleuth.core.api.agent_config import ToolConfig
+from sleuth.core.tools import SQL_QUERY
 
 pytestmark = pytest.mark.integration
 

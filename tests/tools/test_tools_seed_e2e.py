@@ -16,15 +16,15 @@ from typing import Any
 import asyncpg
 import pytest
 
-from sleuth.agent.llm import OpenAIChatModel
 from sleuth.agent.loop import Agent, LoopSettings
-from sleuth.agent.scripted import Match, Rule, Scenario, ScriptedResponse, ScriptedServer
-from sleuth.agent.scripted import ScriptedToolCall as Call
+from sleuth.agent.sample.contracts import SEED_PARAMS, SEED_QUESTION, SEED_SQL
+from sleuth.agent.sample.documents import INJECTION_DOCUMENT_ID
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.agent.tools.remote import build_remote_tool
-from sleuth.api.agent_config import ToolConfig
-from sleuth.sample.contracts import SEED_PARAMS, SEED_QUESTION, SEED_SQL
-from sleuth.sample.documents import INJECTION_DOCUMENT_ID
+from sleuth.core.api.agent_config import ToolConfig
+from sleuth.core.llm import OpenAIChatModel
+from sleuth.scripted import Match, Rule, Scenario, ScriptedResponse, ScriptedServer
+from sleuth.scripted import ScriptedToolCall as Call
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

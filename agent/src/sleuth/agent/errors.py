@@ -1,0 +1,26 @@
+"""Errors of the agent service, under :class:`sleuth.core.errors.SleuthError`.
+
+Model-server errors are shared with the evals and live in :mod:`sleuth.core.errors`; tool errors
+in :mod:`sleuth.agent.tools.base`.
+
+::
+
+    AgentError                  base of what the agent itself raises
+    └── ToolConfigError         a configured tool cannot be built (names the tool)
+"""
+
+from __future__ import annotations
+
+from sleuth.core.errors import SleuthError
+
+
+class AgentError(SleuthError):
+    """Base of the agent's errors."""
+
+
+class ToolConfigError(AgentError):
+    """A tool in the configuration cannot be built."""
+
+    def __init__(self, message: str, *, tool: str) -> None:
+        super().__init__(f"tools[{tool}]: {message}")
+        self.tool = tool

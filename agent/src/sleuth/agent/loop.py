@@ -1,0 +1,191 @@
+"""The ReAct loop as an explicit state machine: ask the model → run the tools → … → answer.
+
+::
+
+    ASK_MODEL ──text──────────────▶ ANSWERED
+        │ tool calls
+        ▼
+    RUN_TOOLS ──rounds < limit──▶ ASK_MODEL
+        │ rounds == limit and the model still wants tools
+        ▼
+    LIMIT (honest "not enough evidence" answer with what was found)
+
+A model failure ends the run in MODEL_ERROR (answer says so, with the evidence gathered), the
+whole-request timeout in TIMEOUT. Every step is appended to the :class:`Trace`.
+
+Entry point: ``await Agent(model, runner, settings).run("question")`` → :class:`AgentResult`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from sleuth.agent.prompts import (
+    DEFAULT_SYSTEM_PROMPT,
+    limit_answer,
+    model_error_answer,
+    timeout_answer,
+)
+from sleuth.agent.toolrun import Conversation, ToolRunner
+from sleuth.agent.trace import ModelStep, RequestedCall, ToolStep, Trace
+from sleuth.core.api.agent_config import AgentConfig
+from sleuth.core.errors import ModelError
+from sleuth.core.llm import ChatModel, ModelTurn
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSettings:
+    max_iterations: int = 5
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    request_timeout_s: float = 60.0
+
+    @classmethod
+    def from_config(cls, config: AgentConfig) -> LoopSettings:
+        return cls(
+            max_iterations=config.max_iterations,
+            system_prompt=config.system_prompt or DEFAULT_SYSTEM_PROMPT,
+            request_timeout_s=config.request_timeout_seconds,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentResult:
+    answer: str
+    citations: list[dict[str, str]]
+    trace: Trace
+
+
+class State(enum.Enum):
+    ASK_MODEL = "ask_model"
+    RUN_TOOLS = "run_tools"
+    ANSWERED = "answered"
+    LIMIT = "iteration_limit"
+    MODEL_ERROR = "model_error"
+
+
+@dataclass(slots=True)
+class _Run:
+    """Mutable state of one run."""
+
+    messages: list[dict[str, Any]]
+    trace: Trace
+    conversation: Conversation = field(default_factory=Conversation)
+    pending: ModelTurn | None = None
+    answer: str = ""
+    error: str = ""
+
+
+class Agent:
+    """One configured agent: a model, the tools it may call, and its limits. Reusable."""
+
+    def __init__(self, model: ChatModel, runner: ToolRunner, settings: LoopSettings) -> None:
+        self.model = model
+        self.runner = runner
+        self.settings = settings
+        self._tools = runner.openai_tools()
+
+    async def run(self, question: str, history: list[dict[str, Any]] | None = None) -> AgentResult:
+        """Answer ``question`` (``history``: earlier user/assistant messages, if any)."""
+        messages = [{"role": "system", "content": self.settings.system_prompt}]
+        messages.extend(history or [])
+        messages.append({"role": "user", "content": question})
+        run = _Run(messages=messages, trace=Trace(question=question, model=self.model.name))
+        try:
+            async with asyncio.timeout(self.settings.request_timeout_s):
+                await self._drive(run)
+        except TimeoutError:
+            run.trace.stop_reason = "timeout"
+            run.answer = timeout_answer(self.settings.request_timeout_s, run.trace.tool_calls())
+        run.trace.total_ms = run.conversation.ms()
+        citations = [c for record in run.trace.tool_calls() for c in record.citations]
+        return AgentResult(answer=run.answer, citations=citations, trace=run.trace)
+
+    async def _drive(self, run: _Run) -> None:
+        state = State.ASK_MODEL
+        while True:
+            if state is State.ASK_MODEL:
+                state = await self._ask_model(run)
+            elif state is State.RUN_TOOLS:
+                state = await self._run_tools(run)
+            else:
+                break
+        trace = run.trace
+        if state is State.LIMIT:
+            trace.stop_reason = "iteration_limit"
+            run.answer = limit_answer(self.settings.max_iterations, trace.tool_calls())
+        elif state is State.MODEL_ERROR:
+            trace.stop_reason = "model_error"
+            run.answer = model_error_answer(run.error, trace.tool_calls())
+        else:
+            trace.stop_reason = "answered"
+
+    async def _ask_model(self, run: _Run) -> State:
+        trace = run.trace
+        start = run.conversation.ms()
+        try:
+            turn = await self.model.complete(run.messages, self._tools)
+        except ModelError as exc:
+            run.error = str(exc)
+            trace.steps.append(
+                ModelStep(
+                    iteration=trace.iterations,
+                    start_ms=start,
+                    end_ms=run.conversation.ms(),
+                    ttft_ms=None,
+                    error=str(exc),
+                )
+            )
+            return State.MODEL_ERROR
+        trace.steps.append(
+            ModelStep(
+                iteration=trace.iterations,
+                start_ms=start,
+                end_ms=run.conversation.ms(),
+                ttft_ms=None if turn.ttft_s is None else turn.ttft_s * 1000,
+                prompt_tokens=turn.prompt_tokens,
+                completion_tokens=turn.completion_tokens,
+                content=turn.content,
+                tool_calls=[
+                    RequestedCall(id=c.id, name=c.name, arguments_text=c.arguments_text)
+                    for c in turn.tool_calls
+                ],
+                finish_reason=turn.finish_reason,
+            )
+        )
+        trace.prompt_tokens += turn.prompt_tokens
+        trace.completion_tokens += turn.completion_tokens
+        if not turn.tool_calls:
+            run.answer = turn.content or ""
+            return State.ANSWERED
+        if trace.iterations >= self.settings.max_iterations:
+            return State.LIMIT
+        run.pending = turn
+        return State.RUN_TOOLS
+
+    async def _run_tools(self, run: _Run) -> State:
+        turn = run.pending
+        assert turn is not None
+        run.pending = None
+        trace = run.trace
+        trace.iterations += 1
+        start = run.conversation.ms()
+        records = await self.runner.run_round(turn.tool_calls, run.conversation)
+        trace.steps.append(
+            ToolStep(
+                iteration=trace.iterations,
+                parallel=self.runner.parallel and len(records) > 1,
+                start_ms=start,
+                end_ms=run.conversation.ms(),
+                calls=records,
+            )
+        )
+        trace.malformed_tool_calls += sum(r.status == "malformed" for r in records)
+        trace.cache_hits += sum(r.status == "cached" for r in records)
+        run.messages.append(turn.assistant_message())
+        run.messages.extend(
+            {"role": "tool", "tool_call_id": r.id, "content": r.observation} for r in records
+        )
+        return State.ASK_MODEL

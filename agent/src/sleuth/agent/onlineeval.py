@@ -1,0 +1,214 @@
+"""Online evaluation: score a sampled share of live answers with the judge, off the request path.
+
+The request path only calls :meth:`OnlineEvaluator.offer`: a random draw against
+``onlineEval.sampleRate`` and, for a sampled answer, a non-blocking put into a bounded queue.
+When the queue is full the sample is dropped and counted; nothing waits and nothing raises
+towards the user. ``onlineEval.concurrency`` worker tasks take samples from the queue and score
+faithfulness and answer relevancy with the functions of :mod:`sleuth.scoring.metrics` (the
+same ragas metrics, judge client and guards as ``sleuth eval ragas``). A judge that is down,
+slow or talks nonsense only increments ``sleuth_agent_online_eval_errors_total``.
+
+Each score enters a window of the last ``onlineEval.window`` scores per metric; the window's mean
+is exported as ``rag_faithfulness_score{agent, source="online"}`` and
+``rag_answer_relevancy_score{agent, source="online"}`` (no series before the first score, so
+an alert cannot fire on a 0 that nobody measured).
+
+The judge defaults to the agent's own model server and model. ragas is imported only when
+sampling is on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sleuth.agent.metrics import OnlineEvalMetrics
+from sleuth.agent.trace import Trace
+from sleuth.core.api.agent_config import AgentConfig
+
+if TYPE_CHECKING:
+    from sleuth.scoring.judge import JudgeBundle, JudgeConfig
+    from sleuth.scoring.metrics import Judges
+
+log = logging.getLogger("sleuth.agent.online_eval")
+
+
+"""A ``/v1/query`` request carrying this header (the scheduled eval's) is never sampled."""
+
+METRICS = ("faithfulness", "answer_relevancy")
+"""Metrics scored online: the two that need no reference answer."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What was asked, answered and retrieved in one answered request."""
+
+    question: str
+    answer: str
+    contexts: list[str]
+
+
+def judge_config(config: AgentConfig) -> JudgeConfig:
+    """The judge of ``config.online_eval``: its own, or the agent's model server and model."""
+    from sleuth.scoring.judge import LOCAL_EMBEDDINGS, JudgeConfig
+
+    online = config.online_eval
+    if online.judge is not None:
+        url, model, key_env = (
+            str(online.judge.endpoint),
+            online.judge.model,
+            online.judge.api_key_env,
+        )
+    else:
+        url = str(config.model.endpoint)
+        model, key_env = config.model.served_model_name, config.model.api_key_env
+    emb = online.embeddings
+    emb_url = {"judge": None, "local": LOCAL_EMBEDDINGS, "endpoint": str(emb.endpoint)}[emb.source]
+    emb_key = os.environ.get(emb.api_key_env) if emb.api_key_env else None
+    return JudgeConfig(
+        base_url=url.rstrip("/"),
+        model=model,
+        api_key=(os.environ.get(key_env) if key_env else None) or "sk-local",
+        timeout_s=online.timeout_seconds,
+        concurrency=online.concurrency,
+        embeddings_base_url=emb_url.rstrip("/") if emb_url else None,
+        embeddings_model=emb.model,
+        embeddings_api_key=emb_key or None,
+    )
+
+
+class OnlineEvaluator:
+    """The sampler, its bounded queue and its scoring workers (see the module docstring)."""
+
+    def __init__(
+        self, config: AgentConfig, metrics: OnlineEvalMetrics, rng: random.Random | None = None
+    ) -> None:
+        self.config = config
+        self.online = config.online_eval
+        self.metrics = metrics
+        self.agent = metrics.agent
+        self.rng = rng or random.Random()
+        self.queue: asyncio.Queue[Sample] = asyncio.Queue(maxsize=self.online.queue_size)
+        self.windows: dict[str, deque[float]] = {
+            m: deque(maxlen=self.online.window) for m in METRICS
+        }
+        self._workers: list[asyncio.Task[None]] = []
+        self._bundle: JudgeBundle | None = None
+        self._judges: Judges | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.online.sample_rate > 0
+
+    async def start(self) -> None:
+        """Build the judge and start the workers (inside the running loop); no-op when off.
+
+        A judge that cannot even be built (``errors_total{reason="setup"}``, logged) leaves online
+        evaluation off; the agent serves as usual.
+        """
+        if not self.enabled or self._workers:
+            return
+        from sleuth.scoring.judge import build_judge
+        from sleuth.scoring.metrics import Judges
+
+        self.metrics.start(list(METRICS))
+        try:
+            self._bundle = build_judge(judge_config(self.config))
+        except Exception as exc:  # e.g. embeddings.source local without the model files
+            for m in METRICS:
+                self._error(m, "setup", f"{type(exc).__name__}: {exc}")
+            log.error("online evaluation is off: the judge could not be set up: %s", exc)
+            return
+        self._judges = Judges(self._bundle.llm, self._bundle.embeddings)
+        self._workers = [
+            asyncio.create_task(self._work(), name=f"online-eval-{i}")
+            for i in range(self.online.concurrency)
+        ]
+
+    async def aclose(self) -> None:
+        """Stop the workers (samples still queued are abandoned) and close the judge."""
+        for task in self._workers:
+            task.cancel()
+        for task in self._workers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._workers = []
+        if self._bundle is not None:
+            await self._bundle.aclose()
+            self._bundle = None
+
+    def offer(self, question: str, answer: str, trace: Trace) -> bool:
+        """On the request path: maybe sample this answer. Never blocks, never raises.
+
+        Only answered runs are candidates (not iteration limits, timeouts or model errors).
+        Returns True when the sample was queued.
+        """
+        if not self._workers or trace.stop_reason != "answered" or not answer.strip():
+            return False
+        if self.rng.random() >= self.online.sample_rate:
+            return False
+        for m in METRICS:
+            self.metrics.sampled.labels(self.agent, m).inc()
+        try:
+            self.queue.put_nowait(Sample(question, answer, trace.contexts()))
+        except asyncio.QueueFull:
+            for m in METRICS:
+                self.metrics.dropped.labels(self.agent, m).inc()
+            return False
+        self.metrics.queue_depth.labels(self.agent).set(self.queue.qsize())
+        return True
+
+    async def _work(self) -> None:
+        while True:
+            sample = await self.queue.get()
+            self.metrics.queue_depth.labels(self.agent).set(self.queue.qsize())
+            try:
+                await asyncio.gather(*(self._score(m, sample) for m in METRICS))
+            finally:
+                self.queue.task_done()
+
+    async def _score(self, metric: str, sample: Sample) -> None:
+        """Score one metric of one sample; every failure becomes a counted reason."""
+        from sleuth.scoring.judge import JudgeError
+        from sleuth.scoring.metrics import METRIC_FUNCTIONS, NEEDS_CONTEXTS
+        from sleuth.scoring.samples import RagSample
+
+        assert self._judges is not None
+        if metric in NEEDS_CONTEXTS and not sample.contexts:
+            self.metrics.skipped.labels(self.agent, metric, "no_contexts").inc()
+            return
+        try:
+            row = RagSample(
+                id="online",
+                question=sample.question,
+                answer=sample.answer,
+                contexts=sample.contexts,
+            )
+            out = await METRIC_FUNCTIONS[metric](row, self._judges)
+            value = out.values[metric]
+        except JudgeError as exc:
+            self._error(metric, exc.reason, exc.detail)
+            return
+        except ValueError as exc:  # ragas' or RagSample's input validation
+            self._error(metric, "invalid_sample", str(exc))
+            return
+        except Exception as exc:  # a worker must survive whatever the judge stack raises
+            self._error(metric, "error", f"{type(exc).__name__}: {exc}")
+            return
+        window = self.windows[metric]
+        window.append(value)
+        self.metrics.scored.labels(self.agent, metric).inc()
+        self.metrics.set_score(metric, sum(window) / len(window), len(window))
+
+    def _error(self, metric: str, reason: str, detail: str) -> None:
+        self.metrics.errors.labels(self.agent, metric, reason).inc()
+        log.warning("online eval of %s failed (%s): %s", metric, reason, detail[:300])
+
+
+__all__ = ["METRICS", "OnlineEvaluator", "Sample", "judge_config"]

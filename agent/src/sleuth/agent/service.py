@@ -1,0 +1,139 @@
+"""The agent service object the HTTP API drives: one agent, its metrics and its admission limit.
+
+Admission is a counter, not a queue: beyond ``maxConcurrentRequests`` a request is refused at
+once (:class:`Overloaded` → HTTP 429 with Retry-After), so load never piles up without bound.
+A sampled share (``onlineEval.sampleRate``) of answered requests is handed to the
+:class:`~sleuth.agent.onlineeval.OnlineEvaluator`, which scores it off the request path.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from sleuth.agent.cache import ToolCache
+from sleuth.agent.errors import AgentError
+from sleuth.agent.loop import Agent, AgentResult, LoopSettings
+from sleuth.agent.metrics import AgentMetrics
+from sleuth.agent.onlineeval import OnlineEvaluator
+from sleuth.agent.registry import bind_tools
+from sleuth.agent.router import RouterModel
+from sleuth.agent.toolrun import BoundTool, ToolRunner
+from sleuth.core.api.agent_config import AgentConfig
+from sleuth.core.llm import OpenAIChatModel
+
+
+class Overloaded(AgentError):
+    """Too many requests in flight; retry after ``retry_after_s``."""
+
+    retryable = True
+
+    def __init__(self, limit: int, retry_after_s: int = 1) -> None:
+        super().__init__(f"the agent is serving its maximum of {limit} concurrent requests")
+        self.retry_after_s = retry_after_s
+
+
+class AgentService:
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        name: str = "sleuth-agent",
+        tools: dict[str, BoundTool] | None = None,
+    ) -> None:
+        self.config = config
+        self.name = name
+        env = config.model.api_key_env
+        api_key = os.environ.get(env) if env else None
+        self.model = OpenAIChatModel(
+            str(config.model.endpoint),
+            config.model.served_model_name,
+            timeout_s=config.model.timeout_seconds,
+            stream=config.model.stream,
+            temperature=config.model.temperature,
+            max_tokens=config.model.max_tokens,
+            api_key=api_key,
+        )
+        self.runner = runner = ToolRunner(
+            tools if tools is not None else bind_tools(config),
+            ToolCache() if config.tool_cache_ttl_seconds > 0 else None,
+            parallel=config.parallel_tool_calls,
+            max_parallel=config.max_parallel_tool_calls,
+        )
+        settings = LoopSettings.from_config(config)
+        planner = config.planner
+        router = Agent(RouterModel(), runner, settings)
+        self.agent = router if planner.mode == "router" else Agent(self.model, runner, settings)
+        self.fallback = router if planner.mode == "llm" and planner.fallback_to_router else None
+        self.metrics = AgentMetrics(name)
+        self.online_eval = OnlineEvaluator(config, self.metrics.online)
+        self.in_flight = 0
+
+    async def start(self) -> None:
+        """Start what runs beside the requests (the online evaluator's workers)."""
+        await self.online_eval.start()
+
+    async def aclose(self) -> None:
+        await self.online_eval.aclose()
+        await self.model.aclose()
+
+    def admit(self) -> None:
+        """Count a request in, or raise :class:`Overloaded` at the limit. Pair with release()."""
+        if self.in_flight >= self.config.max_concurrent_requests:
+            self.metrics.rejected_requests.labels(self.name, "overloaded").inc()
+            raise Overloaded(self.config.max_concurrent_requests)
+        self.in_flight += 1
+        self.metrics.in_flight.labels(self.name).set(self.in_flight)
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        self.metrics.in_flight.labels(self.name).set(self.in_flight)
+
+    async def answer(
+        self, question: str, history: list[dict[str, Any]], endpoint: str, sample: bool = True
+    ) -> AgentResult:
+        """Admit, run the loop, record metrics (and the online-eval sample), release."""
+        self.admit()
+        try:
+            return await self.run(question, history, endpoint, sample)
+        finally:
+            self.release()
+
+    async def run(
+        self, question: str, history: list[dict[str, Any]], endpoint: str, sample: bool = True
+    ) -> AgentResult:
+        """Run the loop for an already admitted request; ``sample=False`` keeps it out of online
+        evaluation (the scheduled eval's own questions: it scores them itself)."""
+        result = await self.agent.run(question, history)
+        if result.trace.stop_reason == "model_error" and self.fallback is not None:
+            result = await self._degrade(result, question, history)
+        self.metrics.observe_trace(result.trace, endpoint)
+        if sample:
+            self.online_eval.offer(question, result.answer, result.trace)
+        return result
+
+    async def _degrade(
+        self, failed: AgentResult, question: str, history: list[dict[str, Any]]
+    ) -> AgentResult:
+        """The model server failed: answer with the deterministic router, and say so."""
+        assert self.fallback is not None
+        error = next((s.error for s in failed.trace.model_steps() if s.error), "unknown error")
+        routed = await self.fallback.run(question, history)
+        routed.trace.degraded = True
+        self.metrics.degraded.labels(self.name).inc()
+        note = (
+            f"The model server is unavailable ({error}); this answer comes from the "
+            "deterministic router, without a language model."
+        )
+        return AgentResult(f"{note}\n{routed.answer}", routed.citations, routed.trace)
+
+    async def readiness(self) -> tuple[bool, str]:
+        """(ready, status): ready unless the model is down and there is no router to fall to."""
+        if self.config.planner.mode == "router":
+            return True, "ready"
+        problem = await self.model.ping()
+        if problem is None:
+            return True, "ready"
+        if self.fallback is not None:
+            return True, f"degraded: {problem}"
+        return False, problem

@@ -1,0 +1,169 @@
+"""Running the tool calls of one model turn: parse, check, cache, time out, record.
+
+Nothing a tool does escapes as an exception: every outcome becomes a :class:`ToolCallRecord`
+whose ``observation`` is the tool message the model reads next. Failures are observations of the
+form ``{"error": "...", "tool": "..."}``. A failed call (same tool, same canonical arguments) is
+run again at most once per conversation; a third request gets ``retry_refused``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sleuth.agent.cache import ToolCache, canonical_arguments
+from sleuth.agent.tools.base import Tool, ToolError, ToolOutput
+from sleuth.agent.trace import ToolCallRecord, ToolCallStatus
+from sleuth.core.llm import ToolCallRequest
+
+MAX_OBSERVATION_CHARS = 16000
+
+
+@dataclass(frozen=True, slots=True)
+class BoundTool:
+    """A tool with the limits the agent applies to it."""
+
+    tool: Tool
+    timeout_s: float = 10.0
+    cache_ttl_s: float = 300.0
+
+    @property
+    def name(self) -> str:
+        return self.tool.spec.name
+
+
+@dataclass(slots=True)
+class Conversation:
+    """Per-request state the tool runner needs: failed calls and their attempts."""
+
+    started: float = field(default_factory=time.perf_counter)
+    failures: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+
+def _error(tool: str, message: str) -> str:
+    return json.dumps({"error": message, "tool": tool}, ensure_ascii=False)
+
+
+def _render(output: ToolOutput) -> str:
+    text = json.dumps(output.content, ensure_ascii=False, default=str)
+    if len(text) > MAX_OBSERVATION_CHARS:
+        text = text[:MAX_OBSERVATION_CHARS] + "…[truncated]"
+    return text
+
+
+class ToolRunner:
+    """Runs calls against the offered tools; concurrently when ``parallel`` is on."""
+
+    def __init__(
+        self,
+        tools: Mapping[str, BoundTool],
+        cache: ToolCache | None = None,
+        *,
+        parallel: bool = True,
+        max_parallel: int = 8,
+    ) -> None:
+        self.tools = dict(tools)
+        self.cache = cache
+        self.parallel = parallel
+        self.max_parallel = max_parallel
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        return [bound.tool.spec.to_openai() for bound in self.tools.values()]
+
+    async def run_round(
+        self, calls: Sequence[ToolCallRequest], conversation: Conversation
+    ) -> list[ToolCallRecord]:
+        if len(calls) == 1:
+            return [await self._run_one(calls[0], conversation)]
+        if not self.parallel:
+            return [await self._run_one(call, conversation) for call in calls]
+        gate = asyncio.Semaphore(self.max_parallel)
+
+        async def gated(call: ToolCallRequest) -> ToolCallRecord:
+            async with gate:
+                return await self._run_one(call, conversation)
+
+        return list(await asyncio.gather(*(gated(call) for call in calls)))
+
+    async def _run_one(self, call: ToolCallRequest, conv: Conversation) -> ToolCallRecord:
+        start = conv.ms()
+
+        def record(
+            status: ToolCallStatus,
+            observation: str,
+            arguments: dict[str, Any] | None = None,
+            attempt: int = 1,
+            output: ToolOutput | None = None,
+        ) -> ToolCallRecord:
+            citations = [
+                {"id": c.id, "source": c.source, "text": c.text}
+                for c in (output.citations if output else ())
+            ]
+            return ToolCallRecord(
+                id=call.id,
+                tool=call.name,
+                arguments=arguments,
+                status=status,
+                observation=observation,
+                start_ms=start,
+                end_ms=conv.ms(),
+                attempt=attempt,
+                citations=citations,
+            )
+
+        bound = self.tools.get(call.name)
+        if bound is None:
+            offered = ", ".join(sorted(self.tools)) or "none"
+            message = f"unknown tool {call.name!r}; offered tools: {offered}"
+            return record("unknown_tool", _error(call.name, message))
+        try:
+            arguments = json.loads(call.arguments_text) if call.arguments_text.strip() else {}
+        except ValueError as exc:
+            arguments = exc
+        if not isinstance(arguments, dict):
+            message = (
+                f"arguments are not a valid JSON object ({arguments}); call {call.name} again "
+                "with a JSON object matching its parameters schema"
+            )
+            return record("malformed", _error(call.name, message))
+        missing = [
+            name for name in bound.tool.spec.parameters.get("required", []) if name not in arguments
+        ]
+        if missing:
+            message = f"missing required argument(s): {', '.join(missing)}"
+            return record("error", _error(call.name, message), arguments)
+
+        key = (call.name, canonical_arguments(arguments))
+        attempt = conv.failures.get(key, 0) + 1
+        if attempt > 2:
+            message = "this call already failed and was retried once; it is not retried again"
+            return record("retry_refused", _error(call.name, message), arguments, attempt)
+        if self.cache is not None:
+            cached = self.cache.get(call.name, arguments)
+            if cached is not None:
+                return record("cached", _render(cached), arguments, attempt, cached)
+
+        status: ToolCallStatus
+        try:
+            async with asyncio.timeout(bound.timeout_s):
+                output = await bound.tool.call(arguments)
+        except TimeoutError:
+            status, message = "timeout", f"timeout after {bound.timeout_s:g}s"
+        except ToolError as exc:
+            status = "unavailable" if exc.retryable else "error"
+            message = str(exc) or type(exc).__name__
+        except Exception as exc:  # a broken tool must not break the loop
+            status, message = "error", f"{type(exc).__name__}: {exc}"
+        else:
+            if self.cache is not None:
+                self.cache.put(call.name, arguments, output, bound.cache_ttl_s)
+            return record("ok", _render(output), arguments, attempt, output)
+        conv.failures[key] = attempt
+        return record(status, _error(call.name, message), arguments, attempt)

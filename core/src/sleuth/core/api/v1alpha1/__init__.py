@@ -1,0 +1,56 @@
+"""API version ``sleuth.dev/v1alpha1``: AgentDeployment, ToolBinding and EvalSchedule."""
+
+from sleuth.core.api.v1alpha1.agentdeployment import (
+    AgentDeploymentSpec,
+    AgentDeploymentStatus,
+    AgentSpec,
+    BoundTool,
+    GpuSpec,
+    ModelCache,
+    ModelSpec,
+    derive_tool_call_parser,
+)
+from sleuth.core.api.v1alpha1.common import (
+    API_VERSION,
+    GROUP,
+    VERSION,
+    Condition,
+    LocalObjectRef,
+    Resources,
+    SecretKeyRef,
+)
+from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleSpec, EvalScheduleStatus
+from sleuth.core.api.v1alpha1.toolbinding import (
+    SqlQuerySpec,
+    SqlTemplate,
+    ToolBindingSpec,
+    ToolBindingStatus,
+    VectorSearchSpec,
+    WebSearchSpec,
+)
+
+__all__ = [
+    "API_VERSION",
+    "GROUP",
+    "VERSION",
+    "AgentDeploymentSpec",
+    "AgentDeploymentStatus",
+    "AgentSpec",
+    "BoundTool",
+    "Condition",
+    "EvalScheduleSpec",
+    "EvalScheduleStatus",
+    "GpuSpec",
+    "LocalObjectRef",
+    "ModelCache",
+    "ModelSpec",
+    "Resources",
+    "SecretKeyRef",
+    "SqlQuerySpec",
+    "SqlTemplate",
+    "ToolBindingSpec",
+    "ToolBindingStatus",
+    "VectorSearchSpec",
+    "WebSearchSpec",
+    "derive_tool_call_parser",
+]

@@ -1,0 +1,387 @@
+"""AgentDeployment: a model (served on GPUs by vLLM, or an existing endpoint) plus an agent service.
+
+``spec.model`` is either ``endpoint`` (an OpenAI-compatible server that already runs) or ``name``
+(a Hugging Face model id that the operator serves with vLLM). Serving fields have no schema
+defaults, so an endpoint-mode object never shows GPU settings it does not use; their defaults are
+applied here (``effective_*`` helpers) and stated in each description.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from sleuth.core.api.v1alpha1.common import Condition, Resources, SecretKeyRef, SpecModel
+from sleuth.core.api.v1alpha1.onlineeval import (  # re-exported: spec.agent.onlineEval lives there
+    OnlineEvalEmbeddings,
+    OnlineEvalSpec,
+)
+from sleuth.core.api.v1alpha1.parsers import (
+    FAMILY_PARSERS,
+    SINGLE_CALL_PARSERS,
+    ToolCallParser,
+    derive_tool_call_parser,
+    family_rule,
+)
+
+DEFAULT_VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.11.0"
+DEFAULT_GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
+DEFAULT_MAX_MODEL_LEN = 16384
+
+# Fields that only make sense when the operator serves the model.
+SERVING_FIELDS: tuple[str, ...] = (
+    "image",
+    "quantization",
+    "tensorParallelSize",
+    "gpu",
+    "maxModelLen",
+    "toolCallParser",
+    "extraArgs",
+    "cache",
+    "tokenSecretRef",
+    "replicas",
+    "resources",
+)
+
+
+class GpuSpec(SpecModel):
+    """GPUs of each model server pod."""
+
+    count: int = Field(
+        ge=1,
+        le=8,
+        description="nvidia.com/gpu requested by each model server pod (1-8, one node). Must be "
+        "a multiple of tensorParallelSize.",
+    )
+    product: str = Field(
+        default=DEFAULT_GPU_PRODUCT,
+        min_length=1,
+        max_length=63,
+        pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+        description="Value of the node label nvidia.com/gpu.product the pods must land on "
+        f"(default {DEFAULT_GPU_PRODUCT}).",
+    )
+
+
+class ModelCache(SpecModel):
+    """Where model weights are cached: an existing PersistentVolumeClaim, or a pod-local volume."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.claimName) != has(self.size)",
+                    "message": "spec.model.cache: set exactly one of claimName and size",
+                }
+            ]
+        }
+    )
+
+    claim_name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=253,
+        description="Name of an existing PersistentVolumeClaim mounted at /root/.cache/huggingface "
+        "(ReadWriteMany or ReadOnlyMany when replicas > 1).",
+    )
+    size: str | None = Field(
+        default=None,
+        pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$",
+        description="Size limit of a pod-local emptyDir cache, e.g. 200Gi; weights are downloaded "
+        "again when a pod is replaced.",
+    )
+
+    @model_validator(mode="after")
+    def _one(self) -> ModelCache:
+        if (self.claim_name is None) == (self.size is None):
+            raise ValueError("spec.model.cache: set exactly one of claimName and size")
+        return self
+
+
+class ModelSpec(SpecModel):
+    """The model the agent plans with: an existing endpoint, or a model served with vLLM."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.endpoint) != has(self.name)",
+                    "message": "spec.model: set exactly one of endpoint (use an existing "
+                    "OpenAI-compatible server) and name (serve a model with vLLM)",
+                },
+                {
+                    "rule": "!has(self.endpoint) || has(self.servedModelName)",
+                    "message": "spec.model.servedModelName is required with spec.model.endpoint: "
+                    "it is the model name sent to that server",
+                },
+                {
+                    "rule": "!has(self.endpoint) || ("
+                    + " && ".join(f"!has(self.{f})" for f in SERVING_FIELDS)
+                    + ")",
+                    "message": "spec.model.endpoint uses an existing server: serving fields ("
+                    + ", ".join(SERVING_FIELDS)
+                    + ") must not be set",
+                },
+                {
+                    "rule": "!has(self.gpu) || self.gpu.count % (has(self.tensorParallelSize) "
+                    "? self.tensorParallelSize : 1) == 0",
+                    "message": "spec.model.gpu.count must be a multiple of "
+                    "spec.model.tensorParallelSize",
+                },
+                {
+                    "rule": family_rule(),
+                    "message": "spec.model.toolCallParser is required: the family of "
+                    "spec.model.name is not one sleuth knows (Llama 3.x, Llama 4, Qwen2.5/Qwen3, "
+                    "Mistral)",
+                },
+            ]
+        }
+    )
+
+    endpoint: str | None = Field(
+        default=None,
+        max_length=2048,
+        pattern=r"^https?://[^\s/]+(/\S*)?$",
+        description="Base URL of an existing OpenAI-compatible server, including /v1 "
+        "(e.g. http://vllm.models:8000/v1). Exclusive with name.",
+    )
+    api_key_secret_ref: SecretKeyRef | None = Field(
+        default=None,
+        description="Secret key holding the API key of the endpoint, if it needs one.",
+    )
+    name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9._-]+)?$",
+        description="Hugging Face model id served with vLLM, e.g. "
+        "meta-llama/Llama-3.1-70B-Instruct. Exclusive with endpoint.",
+    )
+    served_model_name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="Model name clients send (vLLM --served-model-name). Defaults to name; "
+        "required with endpoint.",
+    )
+    image: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=512,
+        description="vLLM container image, pinned. Default: the operator's --model-image "
+        f"(built in: {DEFAULT_VLLM_IMAGE}).",
+    )
+    quantization: Literal["fp8", "awq", "gptq", "bitsandbytes", "compressed-tensors"] | None = (
+        Field(
+            default=None,
+            description="Weight quantization passed to vLLM --quantization, e.g. fp8. Omit for "
+            "the checkpoint's own precision.",
+        )
+    )
+    tensor_parallel_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=8,
+        description="GPUs one model replica is sharded across (--tensor-parallel-size, default 1).",
+    )
+    gpu: GpuSpec | None = Field(
+        default=None,
+        description="GPUs per model server pod and the GPU product to schedule on. Defaults to "
+        "tensorParallelSize GPUs of the default product.",
+    )
+    max_model_len: int | None = Field(
+        default=None,
+        ge=256,
+        le=1048576,
+        description=f"Context length in tokens (--max-model-len, default {DEFAULT_MAX_MODEL_LEN}; "
+        "16k covers 5-10 ReAct turns).",
+    )
+    tool_call_parser: ToolCallParser | None = Field(
+        default=None,
+        description="vLLM --tool-call-parser. Derived from the model family when omitted: "
+        "Llama 3.x llama3_json, Llama 4 llama4_pythonic, Qwen2.5/Qwen3 hermes, Mistral mistral; "
+        "required for any other family.",
+    )
+    extra_args: list[str] | None = Field(
+        default=None,
+        max_length=64,
+        description="Extra vLLM command-line arguments appended after the rendered ones, e.g. "
+        "[--gpu-memory-utilization=0.92].",
+    )
+    cache: ModelCache | None = Field(
+        default=None, description="Model weight cache. Omit for no cache volume."
+    )
+    token_secret_ref: SecretKeyRef | None = Field(
+        default=None,
+        description="Secret key holding a Hugging Face token (set as HF_TOKEN in the model "
+        "server only), for gated models.",
+    )
+    replicas: int | None = Field(
+        default=None, ge=0, le=64, description="Model server replicas (default 1)."
+    )
+    resources: Resources | None = Field(
+        default=None,
+        description="CPU and memory of each model server pod; nvidia.com/gpu comes from gpu.count.",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelSpec:
+        # The same rules as the CRD's CEL, for objects that reach the operator another way.
+        if (self.endpoint is None) == (self.name is None):
+            raise ValueError("spec.model: set exactly one of endpoint and name")
+        if self.endpoint is not None:
+            if self.served_model_name is None:
+                raise ValueError("spec.model.servedModelName is required with spec.model.endpoint")
+            wire = self.to_wire()
+            used = [f for f in SERVING_FIELDS if f in wire]
+            if used:
+                raise ValueError(f"spec.model.{used[0]} must not be set with spec.model.endpoint")
+            return self
+        if self.effective_gpu.count % self.effective_tensor_parallel_size:
+            raise ValueError(
+                "spec.model.gpu.count must be a multiple of spec.model.tensorParallelSize"
+            )
+        if self.effective_parser is None:
+            raise ValueError(
+                "spec.model.toolCallParser is required: the family of spec.model.name is unknown"
+            )
+        return self
+
+    # Effective values, with the operator-side defaults applied.
+    @property
+    def serves(self) -> bool:
+        """True when the operator runs a model server (``name`` set)."""
+        return self.name is not None
+
+    @property
+    def effective_served_name(self) -> str:
+        return self.served_model_name or self.name or ""
+
+    @property
+    def effective_tensor_parallel_size(self) -> int:
+        return self.tensor_parallel_size or 1
+
+    @property
+    def effective_gpu(self) -> GpuSpec:
+        return self.gpu or GpuSpec(count=self.effective_tensor_parallel_size)
+
+    @property
+    def effective_parser(self) -> ToolCallParser | None:
+        if self.tool_call_parser is not None:
+            return self.tool_call_parser
+        return derive_tool_call_parser(self.name) if self.name else None
+
+
+class AgentSpec(SpecModel):
+    """The agent service: the ReAct loop behind an OpenAI-compatible HTTP API."""
+
+    replicas: int = Field(default=1, ge=0, le=64, description="Agent service replicas.")
+    image: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=512,
+        description="sleuth image running `sleuth agent`; defaults to the operator's own image.",
+    )
+    max_iterations: int = Field(
+        default=5, ge=1, le=10, description="Model turns allowed per request (1-10)."
+    )
+    parallel_tool_calls: bool | None = Field(
+        default=None,
+        description="Run independent tool calls of one turn concurrently. Defaults to true, "
+        "except with the llama3_json parser, which emits one call per turn.",
+    )
+    system_prompt: str | None = Field(
+        default=None,
+        max_length=32768,
+        description="System prompt; omit for the built-in one (tool-error instructions included).",
+    )
+    tool_cache_ttl_seconds: int = Field(
+        default=300,
+        alias="toolCacheTTLSeconds",
+        ge=0,
+        le=86400,
+        description="TTL of the tool result cache keyed by (tool, arguments); 0 disables it.",
+    )
+    request_timeout_seconds: int = Field(
+        default=60, ge=1, le=3600, description="Timeout of one whole request (all iterations)."
+    )
+    max_concurrent_requests: int = Field(
+        default=64,
+        ge=1,
+        le=10000,
+        description="Requests served at once per replica; beyond it the API answers 429.",
+    )
+    online_eval: OnlineEvalSpec = Field(
+        default_factory=OnlineEvalSpec,
+        description="Online evaluation: a sampled share of answered requests scored by a judge "
+        "off the request path, exported as rag_faithfulness_score and "
+        'rag_answer_relevancy_score{source="online"} on the agent\'s /metrics.',
+        json_schema_extra={"default": {}},
+    )
+    resources: Resources | None = Field(
+        default=None, description="CPU and memory of each agent pod."
+    )
+
+
+class AgentDeploymentSpec(SpecModel):
+    """Desired state of an AgentDeployment."""
+
+    model: ModelSpec = Field(description="The model server the agent plans with.")
+    agent: AgentSpec = Field(
+        default_factory=AgentSpec,
+        description="The agent service.",
+        json_schema_extra={"default": {}},
+    )
+
+
+class BoundTool(SpecModel):
+    """A tool offered to the agent, from a ToolBinding."""
+
+    name: str = Field(description="Function name the model sees.")
+    type: str = Field(description="Tool type: vector_search, sql_query or web_search.")
+    binding: str = Field(description="Name of the ToolBinding.")
+    endpoint: str = Field(description="URL of the tool service.")
+    ready: bool = Field(description="Whether the tool service has ready replicas.")
+
+
+class AgentDeploymentStatus(SpecModel):
+    """Observed state of an AgentDeployment, written by the operator."""
+
+    observed_generation: int | None = Field(
+        default=None, description="metadata.generation of the spec last reconciled."
+    )
+    conditions: list[Condition] | None = Field(
+        default=None,
+        description="Ready, Progressing and Degraded, with reason and message.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    model: str | None = Field(default=None, description="Model name the agent sends.")
+    model_endpoint: str | None = Field(default=None, description="URL of the model server.")
+    agent_endpoint: str | None = Field(default=None, description="URL of the agent service.")
+    tools: list[BoundTool] | None = Field(
+        default=None, description="Tools bound through ToolBindings, in name order."
+    )
+    tool_names: str | None = Field(
+        default=None, description="Comma-separated tool names (for kubectl get)."
+    )
+
+
+__all__ = [
+    "DEFAULT_GPU_PRODUCT",
+    "DEFAULT_MAX_MODEL_LEN",
+    "DEFAULT_VLLM_IMAGE",
+    "FAMILY_PARSERS",
+    "SINGLE_CALL_PARSERS",
+    "AgentDeploymentSpec",
+    "AgentDeploymentStatus",
+    "AgentSpec",
+    "BoundTool",
+    "GpuSpec",
+    "ModelCache",
+    "ModelSpec",
+    "OnlineEvalEmbeddings",
+    "OnlineEvalSpec",
+    "ToolCallParser",
+    "derive_tool_call_parser",
+]

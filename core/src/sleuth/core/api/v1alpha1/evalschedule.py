@@ -1,0 +1,321 @@
+"""EvalSchedule: scheduled RAGAS and tool-selection evaluations of one AgentDeployment, and alerts.
+
+The operator renders a CronJob that runs ``sleuth eval ragas`` (and ``sleuth eval tsa``) against
+the agent's own service on the golden dataset, and a PrometheusRule whose alerts fire when a score
+stays below its threshold (defaults: the seed article's operational thresholds).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from sleuth.core.api.v1alpha1.common import (
+    DNS_NAME,
+    LocalObjectRef,
+    Resources,
+    SecretKeyRef,
+    SpecModel,
+)
+from sleuth.core.api.v1alpha1.evalstatus import (  # re-exported: the kind's status lives there
+    EvalCounts,
+    EvalPart,
+    EvalRunProgress,
+    EvalScheduleStatus,
+    EvalScores,
+    RunOutcome,
+)
+
+EvalMetric = Literal[
+    "faithfulness",
+    "answerRelevancy",
+    "contextPrecision",
+    "contextRecall",
+    "noiseSensitivity",
+    "toolSelectionAccuracy",
+]
+
+# spec metric → the metric name `sleuth eval ragas --metrics` takes (TSA is its own subcommand).
+RAGAS_METRICS: dict[str, str] = {
+    "faithfulness": "faithfulness",
+    "answerRelevancy": "answer_relevancy",
+    "contextPrecision": "context_precision",
+    "contextRecall": "context_recall",
+    "noiseSensitivity": "noise_sensitivity",
+}
+TSA_METRIC = "toolSelectionAccuracy"
+
+DEFAULT_METRICS: tuple[EvalMetric, ...] = (
+    "faithfulness",
+    "answerRelevancy",
+    "contextPrecision",
+    "contextRecall",
+    "toolSelectionAccuracy",
+)
+
+URL_PATTERN = r"^https?://[^\s/]+(/\S*)?$"
+# A Prometheus duration of one unit, e.g. 30m, 90s, 1h.
+DURATION_PATTERN = r"^[0-9]+(ms|s|m|h|d|w)$"
+# Five cron fields (minute hour day-of-month month day-of-week); each digits, names, * / , - ?.
+CRON_FIELD = r"[-0-9A-Za-z*/,?]+"
+CRON_PATTERN = rf"^{CRON_FIELD}( +{CRON_FIELD}){{4}}$"
+_CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+_CRON_NAMES = ("minute", "hour", "day of month", "month", "day of week")
+
+
+def check_cron(schedule: str) -> str:
+    """``schedule`` when it is five cron fields whose numbers are in range; ValueError otherwise."""
+    if not re.fullmatch(CRON_PATTERN, schedule):
+        raise ValueError(
+            f"schedule {schedule!r}: expected five cron fields "
+            "(minute hour day-of-month month day-of-week), e.g. '0 */6 * * *'"
+        )
+    for text, (low, high), what in zip(schedule.split(), _CRON_RANGES, _CRON_NAMES, strict=True):
+        for number in re.findall(r"[0-9]+", text):
+            value = int(number)
+            step = "/" + number in text
+            if not step and not low <= value <= high:
+                raise ValueError(f"schedule {schedule!r}: {what} {value} is outside {low}-{high}")
+    return schedule
+
+
+class ConfigMapDataset(SpecModel):
+    """A golden dataset in a ConfigMap, its frozen manifest under ``<key>.manifest.json``."""
+
+    name: str = Field(
+        min_length=1, max_length=253, pattern=DNS_NAME, description="Name of the ConfigMap."
+    )
+    key: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[-._a-zA-Z0-9]+$",
+        description="Key holding the golden JSONL; the key <key>.manifest.json must hold its "
+        "frozen manifest.",
+    )
+
+
+class PvcDataset(SpecModel):
+    """A golden dataset on a PersistentVolumeClaim, mounted read-only."""
+
+    claim_name: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=DNS_NAME,
+        description="Name of the PersistentVolumeClaim.",
+    )
+    path: str = Field(
+        min_length=1,
+        max_length=1024,
+        pattern=r"^[^/.]([^.]|\.[^.]|\.$)*$",
+        description="Path of the golden JSONL inside the claim (relative, no '..'); its frozen "
+        "manifest <path>.manifest.json sits next to it.",
+    )
+
+
+class DatasetSpec(SpecModel):
+    """The golden dataset: a ConfigMap or a PersistentVolumeClaim holding JSONL, and the split."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.configMapRef) != has(self.persistentVolumeClaim)",
+                    "message": "spec.dataset: set exactly one of configMapRef and "
+                    "persistentVolumeClaim",
+                }
+            ]
+        }
+    )
+
+    config_map_ref: ConfigMapDataset | None = Field(
+        default=None, description="ConfigMap holding the golden JSONL."
+    )
+    persistent_volume_claim: PvcDataset | None = Field(
+        default=None, description="PersistentVolumeClaim holding the golden JSONL."
+    )
+    split: Literal["dev", "test", "all"] = Field(
+        default="test",
+        description="Split whose questions are asked (default test: the frozen release split).",
+    )
+    name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=63,
+        pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+        description="Value of the 'dataset' label on the scores; defaults to the file's stem.",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DatasetSpec:
+        if (self.config_map_ref is None) == (self.persistent_volume_claim is None):
+            raise ValueError(
+                "spec.dataset: set exactly one of configMapRef and persistentVolumeClaim"
+            )
+        return self
+
+
+class JudgeSpec(SpecModel):
+    """An OpenAI-compatible endpoint and model that scores the answers."""
+
+    endpoint: str = Field(
+        max_length=2048,
+        pattern=URL_PATTERN,
+        description="Base URL of the judge's API, including /v1.",
+    )
+    model: str = Field(min_length=1, max_length=256, description="Model name sent to the judge.")
+    api_key_secret_ref: SecretKeyRef | None = Field(
+        default=None, description="Secret key holding the judge's API key, if needed."
+    )
+
+
+class Thresholds(SpecModel):
+    """Scores below which an alert fires (defaults: the seed article's operational thresholds)."""
+
+    faithfulness: float = Field(default=0.80, ge=0, le=1, description="Faithfulness (0.80).")
+    answer_relevancy: float = Field(
+        default=0.70, ge=0, le=1, description="Answer relevancy (0.70)."
+    )
+    context_precision: float = Field(
+        default=0.60, ge=0, le=1, description="Context precision, relevant/K (0.60)."
+    )
+    context_recall: float = Field(default=0.70, ge=0, le=1, description="Context recall (0.70).")
+    tool_selection_accuracy: float = Field(
+        default=0.85, ge=0, le=1, description="Tool selection accuracy (0.85)."
+    )
+
+
+class AlertSpec(SpecModel):
+    """How the rendered alerts average, how long a low score must last, and when runs are stale."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    window: str = Field(
+        default="30m",
+        pattern=DURATION_PATTERN,
+        description="avg_over_time window of each score (Prometheus duration, default 30m).",
+    )
+    for_: str = Field(
+        default="10m",
+        alias="for",
+        pattern=DURATION_PATTERN,
+        description="How long the average must stay below its threshold before the alert fires "
+        "(default 10m).",
+    )
+    severity: Literal["info", "warning", "critical"] = Field(
+        default="warning", description="Value of the 'severity' label (default warning)."
+    )
+    online_scores: bool = Field(
+        default=True,
+        description="Also alert on the scores the agent samples from live traffic "
+        '(faithfulness and answer relevancy, source="online"), with the same thresholds, '
+        "window and duration (default true).",
+    )
+    stale_after: str | None = Field(
+        default=None,
+        pattern=DURATION_PATTERN,
+        description="RAGEvalStale fires when no run has succeeded for this long (Prometheus "
+        "duration); default: twice the longest gap between consecutive runs of spec.schedule.",
+    )
+
+
+class EvalScheduleSpec(SpecModel):
+    """Desired state of an EvalSchedule."""
+
+    agent_ref: LocalObjectRef = Field(
+        description="The AgentDeployment (same namespace) that is evaluated."
+    )
+    schedule: str = Field(
+        max_length=256,
+        pattern=CRON_PATTERN,
+        description="Cron schedule of the runs: five fields, e.g. '0 */6 * * *'.",
+    )
+    dataset: DatasetSpec = Field(description="The golden dataset and its split.")
+    metrics: list[EvalMetric] = Field(
+        default_factory=lambda: list(DEFAULT_METRICS),
+        min_length=1,
+        max_length=6,
+        description="Metrics scored each run (default: all but noiseSensitivity).",
+        json_schema_extra={"x-kubernetes-list-type": "set", "default": list(DEFAULT_METRICS)},
+    )
+    judge: JudgeSpec | None = Field(
+        default=None, description="The judge; defaults to the agent's own model server and model."
+    )
+    thresholds: Thresholds = Field(
+        default_factory=Thresholds,
+        description="Alert thresholds per metric.",
+        json_schema_extra={"default": {}},
+    )
+    alerts: AlertSpec = Field(
+        default_factory=AlertSpec,
+        description="Alert window, duration and severity.",
+        json_schema_extra={"default": {}},
+    )
+    suspend: bool = Field(default=False, description="Stop scheduling new runs.")
+    successful_jobs_history_limit: int = Field(
+        default=3, ge=0, le=100, description="Finished successful Jobs kept."
+    )
+    failed_jobs_history_limit: int = Field(
+        default=1, ge=0, le=100, description="Finished failed Jobs kept."
+    )
+    starting_deadline_seconds: int = Field(
+        default=600, ge=10, le=86400, description="A run not started this late is skipped."
+    )
+    active_deadline_seconds: int = Field(
+        default=3600, ge=60, le=86400, description="A run still going after this is stopped."
+    )
+    backoff_limit: int = Field(default=1, ge=0, le=10, description="Retries of a failed run.")
+    concurrency: int = Field(
+        default=8, ge=1, le=256, description="Questions and judge calls in flight at once."
+    )
+    parallelism: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Pods of each run: the golden set (and the TSA cases) split into this many "
+        "shards by an Indexed Job; every pod reports its part to status.",
+    )
+    image: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=512,
+        description="sleuth image running `sleuth eval`; defaults to the operator's own.",
+    )
+    resources: Resources | None = Field(
+        default=None, description="CPU and memory of each eval pod."
+    )
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        return check_cron(value)
+
+    @field_validator("metrics")
+    @classmethod
+    def _unique(cls, value: list[EvalMetric]) -> list[EvalMetric]:
+        if len(set(value)) != len(value):
+            raise ValueError("spec.metrics: each metric at most once")
+        return value
+
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "RAGAS_METRICS",
+    "TSA_METRIC",
+    "AlertSpec",
+    "ConfigMapDataset",
+    "DatasetSpec",
+    "EvalCounts",
+    "EvalMetric",
+    "EvalPart",
+    "EvalRunProgress",
+    "EvalScheduleSpec",
+    "EvalScheduleStatus",
+    "EvalScores",
+    "JudgeSpec",
+    "PvcDataset",
+    "RunOutcome",
+    "Thresholds",
+    "check_cron",
+]

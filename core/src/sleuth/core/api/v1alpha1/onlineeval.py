@@ -1,0 +1,93 @@
+"""``spec.agent.onlineEval`` of an AgentDeployment: the agent scores a sample of live answers.
+
+The operator writes it into the agent's configuration file (``sleuth.core.api.agent_config``); the
+agent's ``sleuth.agent.onlineeval`` does the sampling and scoring.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from sleuth.core.api.v1alpha1.common import SpecModel
+from sleuth.core.api.v1alpha1.evalschedule import URL_PATTERN, JudgeSpec
+
+
+class OnlineEvalEmbeddings(SpecModel):
+    """Where answer relevancy gets its embeddings (it compares questions by cosine)."""
+
+    source: Literal["judge", "local", "endpoint"] = Field(
+        default="judge",
+        description="judge: the judge's own /embeddings (a chat-model vLLM serves none); local: "
+        "all-MiniLM-L6-v2 inside the agent pod (CPU; the sleuth image carries it); endpoint: the "
+        "OpenAI-compatible server at `endpoint` (called with the judge's API key).",
+    )
+    endpoint: str | None = Field(
+        default=None,
+        max_length=2048,
+        pattern=URL_PATTERN,
+        description="Base URL (with /v1) of the embeddings server; only with source: endpoint.",
+    )
+    model: str = Field(
+        default="embedding",
+        min_length=1,
+        max_length=256,
+        description="Model name sent to /embeddings.",
+    )
+
+    @model_validator(mode="after")
+    def _endpoint_for_endpoint(self) -> OnlineEvalEmbeddings:
+        if (self.source == "endpoint") != (self.endpoint is not None):
+            raise ValueError(
+                "spec.agent.onlineEval.embeddings.endpoint is set exactly when source is endpoint"
+            )
+        return self
+
+
+class OnlineEvalSpec(SpecModel):
+    """Online evaluation of live traffic by the agent service.
+
+    The agent queues a sampled share of answered requests (bounded: a full queue drops the
+    sample, never slows or fails the request) and scores faithfulness and answer relevancy with
+    the judge, with the metrics of the scheduled evaluation.
+    """
+
+    sample_rate: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="Fraction (0-1) of answered requests scored online; 0 turns it off.",
+    )
+    judge: JudgeSpec | None = Field(
+        default=None, description="The judge; defaults to the agent's own model server and model."
+    )
+    embeddings: OnlineEvalEmbeddings | None = Field(
+        default=None,
+        description="Embeddings for answer relevancy. Omitted: the embeddings endpoint of the "
+        "agent's oldest vector_search ToolBinding that names one needing no API key "
+        "(spec.vectorSearch.embedding; a tool's key never leaves its tool service), else local "
+        "(the model the tool service embeds with by default).",
+    )
+    queue_size: int = Field(
+        default=100,
+        ge=1,
+        le=10000,
+        description="Sampled answers waiting for the judge; beyond it new samples are dropped "
+        "(counted in sleuth_agent_online_eval_dropped_total).",
+    )
+    concurrency: int = Field(
+        default=2, ge=1, le=64, description="Samples scored at once per agent pod."
+    )
+    window: int = Field(
+        default=50,
+        ge=1,
+        le=10000,
+        description="The exported scores are the mean of this many last scored samples.",
+    )
+    timeout_seconds: int = Field(
+        default=60, ge=1, le=600, description="Timeout of one judge request, in seconds."
+    )
+
+
+__all__ = ["OnlineEvalEmbeddings", "OnlineEvalSpec"]

@@ -1,0 +1,307 @@
+"""ToolBinding: one tool (vector_search, sql_query or web_search) bound to one AgentDeployment.
+
+The operator runs the tool in its own service (``sleuth tool-service``), with the tool's
+credentials mounted there and nowhere else, behind a NetworkPolicy that admits only the agent.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict, Field, JsonValue, model_validator
+
+from sleuth.core.api.v1alpha1.common import (
+    Condition,
+    LocalObjectRef,
+    Resources,
+    SecretKeyRef,
+    SpecModel,
+)
+
+ToolType = Literal["vector_search", "sql_query", "web_search"]
+
+# type → the spec field holding that type's settings.
+TYPE_FIELDS: dict[str, str] = {
+    "vector_search": "vectorSearch",
+    "sql_query": "sqlQuery",
+    "web_search": "webSearch",
+}
+
+URL_PATTERN = r"^https?://[^\s/]+(/\S*)?$"
+SQL_IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$"
+
+
+class EmbeddingSpec(SpecModel):
+    """An OpenAI-compatible embeddings endpoint that turns queries into vectors."""
+
+    endpoint: str = Field(
+        max_length=2048,
+        pattern=URL_PATTERN,
+        description="Base URL of the embeddings API, including /v1.",
+    )
+    model: str = Field(
+        min_length=1, max_length=256, description="Embedding model name sent to the endpoint."
+    )
+    api_key_secret_ref: SecretKeyRef | None = Field(
+        default=None, description="Secret key holding the embeddings API key, if needed."
+    )
+
+
+class VectorSearchSpec(SpecModel):
+    """Semantic search over a Qdrant collection."""
+
+    url: str = Field(
+        max_length=2048, pattern=URL_PATTERN, description="Qdrant URL, e.g. http://qdrant:6333."
+    )
+    collection: str = Field(
+        min_length=1, max_length=255, description="Qdrant collection holding the documents."
+    )
+    api_key_secret_ref: SecretKeyRef | None = Field(
+        default=None, description="Secret key holding the Qdrant API key, if needed."
+    )
+    top_k: int = Field(default=5, ge=1, le=20, description="Passages returned by default.")
+    embedding: EmbeddingSpec | None = Field(
+        default=None,
+        description="Embeddings endpoint; omit to use the tool service's built-in local model.",
+    )
+
+
+class SqlParameter(SpecModel):
+    """One typed parameter of a named query template ($1 is the first)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.allowedValues) || self.type == 'string'",
+                    "message": "allowedValues is only for parameters of type string",
+                    "fieldPath": ".allowedValues",
+                }
+            ]
+        }
+    )
+
+    name: str = Field(
+        min_length=1, max_length=64, pattern=r"^[a-z_][a-z0-9_]*$", description="Parameter name."
+    )
+    type: Literal["string", "integer", "number", "boolean", "date"] = Field(
+        description="JSON type the model must supply."
+    )
+    description: str = Field(
+        default="", max_length=1024, description="What the model should put here."
+    )
+    allowed_values: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description=(
+            "For a string parameter, the only values accepted (a JSON Schema enum the model "
+            "sees). The deterministic router fills such a parameter from the question."
+        ),
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
+
+    @model_validator(mode="after")
+    def _enum_only_for_strings(self) -> SqlParameter:
+        if self.allowed_values is not None and self.type != "string":
+            raise ValueError("allowedValues is only for parameters of type string")
+        return self
+
+
+class SqlTemplate(SpecModel):
+    """A named, fixed SELECT offered to the model as its own function."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[a-zA-Z_][a-zA-Z0-9_-]*$",
+        description="Function name the model sees.",
+    )
+    description: str = Field(
+        min_length=1, max_length=4096, description="When to use this query (and when not)."
+    )
+    sql: str = Field(
+        min_length=1,
+        max_length=16384,
+        description="One SELECT with $1..$n placeholders; checked by the SQL guard.",
+    )
+    parameters: list[SqlParameter] = Field(
+        default_factory=list,
+        max_length=32,
+        description="Parameters in placeholder order.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+
+
+class SqlQuerySpec(SpecModel):
+    """Read-only SQL over an allowlist of PostgreSQL tables."""
+
+    connection_secret_ref: SecretKeyRef = Field(
+        description="Secret key holding the PostgreSQL connection URI of a SELECT-only role."
+    )
+    allowed_tables: list[str] = Field(
+        min_length=1,
+        max_length=256,
+        description="Tables (optionally schema-qualified) the model may read; all others are "
+        "refused.",
+        json_schema_extra={
+            "x-kubernetes-list-type": "set",
+            "items": {"type": "string", "pattern": SQL_IDENTIFIER, "maxLength": 127},
+        },
+    )
+    max_rows: int = Field(
+        default=100, ge=1, le=10000, description="Rows returned at most; the result says when cut."
+    )
+    statement_timeout_seconds: int = Field(
+        default=5, ge=1, le=300, description="PostgreSQL statement_timeout of each query."
+    )
+    templates: list[SqlTemplate] | None = Field(
+        default=None,
+        max_length=64,
+        description="Named query templates, each its own function for the model.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+
+
+class WebSearchSpec(SpecModel):
+    """Public web search through a provider. Queries leave the cluster: an explicit opt-in."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self.allowExternal == true",
+                    "message": "spec.webSearch.allowExternal must be true: web_search sends "
+                    "queries outside the cluster",
+                }
+            ]
+        }
+    )
+
+    provider: Literal["searxng"] = Field(
+        default="searxng", description="Search provider API (SearxNG's JSON API)."
+    )
+    url: str = Field(
+        max_length=2048,
+        pattern=URL_PATTERN,
+        description="Provider base URL, e.g. http://searxng:8080.",
+    )
+    allow_external: bool = Field(
+        description="Must be true: acknowledges that queries are sent outside the cluster."
+    )
+    api_key_secret_ref: SecretKeyRef | None = Field(
+        default=None, description="Secret key holding the provider API key, if needed."
+    )
+
+    @model_validator(mode="after")
+    def _opt_in(self) -> WebSearchSpec:
+        if not self.allow_external:
+            raise ValueError("spec.webSearch.allowExternal must be true")
+        return self
+
+
+def _type_rules() -> list[JsonValue]:
+    return [
+        {
+            "rule": f"(self.type == '{tool}') == has(self.{field})",
+            "message": f"spec.{field} is required when type is {tool}, and forbidden otherwise",
+        }
+        for tool, field in TYPE_FIELDS.items()
+    ]
+
+
+class ToolBindingSpec(SpecModel):
+    """Desired state of a ToolBinding."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _type_rules()})
+
+    agent_ref: LocalObjectRef = Field(
+        description="The AgentDeployment (same namespace) this tool is offered to."
+    )
+    type: ToolType = Field(description="Kind of tool: vector_search, sql_query or web_search.")
+    name: str | None = Field(
+        default=None,
+        pattern=r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$",
+        description="Function name the model sees; defaults to type. Unique within the agent.",
+    )
+    description: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="What the model reads to choose this tool. Defaults to the built-in "
+        "description of the type, with its NOT-for exclusions.",
+    )
+    timeout_seconds: int = Field(
+        default=10, ge=1, le=300, description="Timeout of one call of this tool."
+    )
+    cache_ttl_seconds: int | None = Field(
+        default=None,
+        alias="cacheTTLSeconds",
+        ge=0,
+        le=86400,
+        description="Result cache TTL; 0 disables caching. Defaults to the agent's "
+        "toolCacheTTLSeconds.",
+    )
+    replicas: int = Field(default=1, ge=0, le=64, description="Tool service replicas.")
+    image: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=512,
+        description="sleuth image running `sleuth tool-service`; defaults to the operator's own.",
+    )
+    resources: Resources | None = Field(
+        default=None, description="CPU and memory of each tool service pod."
+    )
+    vector_search: VectorSearchSpec | None = Field(
+        default=None, description="Settings of a vector_search tool."
+    )
+    sql_query: SqlQuerySpec | None = Field(
+        default=None, description="Settings of a sql_query tool."
+    )
+    web_search: WebSearchSpec | None = Field(
+        default=None, description="Settings of a web_search tool."
+    )
+
+    @model_validator(mode="after")
+    def _settings_match_type(self) -> ToolBindingSpec:
+        wire = self.to_wire()
+        for tool, field in TYPE_FIELDS.items():
+            if (self.type == tool) != (field in wire):
+                raise ValueError(
+                    f"spec.{field} is required when type is {tool}, and forbidden otherwise"
+                )
+        return self
+
+    @property
+    def tool_name(self) -> str:
+        """The function name the model sees."""
+        return self.name or self.type
+
+
+class ToolBindingStatus(SpecModel):
+    """Observed state of a ToolBinding, written by the operator."""
+
+    observed_generation: int | None = Field(
+        default=None, description="metadata.generation of the spec last reconciled."
+    )
+    conditions: list[Condition] | None = Field(
+        default=None,
+        description="Ready, Progressing and Degraded, with reason and message.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    tool_name: str | None = Field(default=None, description="Function name the model sees.")
+    endpoint: str | None = Field(default=None, description="URL of the tool service.")
+
+
+__all__ = [
+    "TYPE_FIELDS",
+    "EmbeddingSpec",
+    "SqlParameter",
+    "SqlQuerySpec",
+    "SqlTemplate",
+    "ToolBindingSpec",
+    "ToolBindingStatus",
+    "ToolType",
+    "VectorSearchSpec",
+    "WebSearchSpec",
+]

@@ -1,0 +1,91 @@
+"""The one error root of every sleuth package, and the errors more than one package raises.
+
+Each package keeps its own subtree under :class:`SleuthError` (drawn in its ``errors`` module);
+whether trying again may help is said one way everywhere: the ``retryable`` attribute.
+
+::
+
+    SleuthError                     root; ``retryable`` False unless a subclass says otherwise
+    ├── ConfigError (ValueError)    a setting or configuration cannot be used (names it)
+    ├── DatasetError                a dataset file is invalid (names file, line and field)
+    ├── ModelError                  a call to the model server failed
+    │   ├── ModelUnavailable        retryable: connection refused, timeout, 429 or 5xx
+    │   └── ModelResponseError      permanent: 4xx or a body that is not the OpenAI format
+    ├── KubeError                   a Kubernetes API call failed (sleuth.core.kube)
+    │   ├── KubeRetryable           retryable: unreachable, throttled, 5xx, timeout
+    │   │   └── KubeConflict        another writer won a race (409 on a non-apply write)
+    │   └── KubeRejected            the apiserver refused the request (4xx but 404/409)
+    ├── AgentError                  sleuth.agent.errors
+    ├── ToolError                   sleuth.agent.tools.base
+    ├── OperatorError               sleuth.operator.errors
+    ├── JudgeError                  sleuth.scoring.errors
+    └── EvalError                   sleuth.evals.errors
+"""
+
+from __future__ import annotations
+
+
+class SleuthError(Exception):
+    """Root of every error a sleuth package raises on purpose."""
+
+    retryable: bool = False
+
+
+class ConfigError(SleuthError, ValueError):
+    """A setting or configuration value cannot be used; the message names it."""
+
+
+class DatasetError(SleuthError):
+    """A dataset record is invalid; ``path``, ``line`` and ``field`` say where."""
+
+    def __init__(self, message: str, *, path: str = "", line: int = 0, field: str = "") -> None:
+        where = path or "<data>"
+        if line:
+            where += f":{line}"
+        if field:
+            where += f": field {field!r}"
+        super().__init__(f"{where}: {message}")
+        self.path = path
+        self.line = line
+        self.field = field
+
+
+class ModelError(SleuthError):
+    """A call to the model server failed."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ModelUnavailable(ModelError):
+    """The model server is down, overloaded or too slow; trying again later may work."""
+
+    retryable = True
+
+
+class ModelResponseError(ModelError):
+    """The model server rejected the request or answered something unparseable."""
+
+
+class KubeError(SleuthError):
+    """A Kubernetes API call failed."""
+
+
+class KubeRetryable(KubeError):
+    """A transient failure: the same call may succeed later."""
+
+    retryable = True
+
+
+class KubeConflict(KubeRetryable):
+    """Another writer changed the object first (HTTP 409)."""
+
+
+class KubeRejected(KubeError):
+    """The apiserver refused a request; its status code and message are kept."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.detail = message

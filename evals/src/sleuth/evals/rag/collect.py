@@ -1,0 +1,124 @@
+"""Asking the agent the golden questions: the rows a scheduled RAGAS run scores.
+
+Each golden case goes to the agent's ``POST /v1/query``; its answer and trace (through
+:mod:`sleuth.evals.traces`, the one reader of the trace format) become a :class:`RagSample` with
+the golden reference, stratum and split. A 429 is retried after its ``Retry-After`` (at most
+twice); any other failure is a counted :class:`Failure` of metric ``agent``, never a silent gap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from sleuth.core.names import EVAL_HEADER
+from sleuth.evals.golden.cases import GoldenCase
+from sleuth.evals.progress import Progress
+from sleuth.evals.rag.runner import Failure
+from sleuth.evals.traces import parse_record
+from sleuth.scoring.samples import RagSample
+
+AGENT_METRIC = "agent"
+
+
+@dataclass
+class Collected:
+    rows: list[RagSample]
+    failures: list[Failure] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def _ask(client: httpx.AsyncClient, url: str, question: str) -> dict[str, Any]:
+    for _ in range(3):
+        # The header keeps the scheduled eval's questions out of the agent's online sampling.
+        resp = await client.post(url, json={"question": question}, headers={EVAL_HEADER: "1"})
+        if resp.status_code == 429:
+            await asyncio.sleep(min(30.0, float(resp.headers.get("Retry-After", "1") or 1)))
+            continue
+        resp.raise_for_status()
+        data: dict[str, Any] = resp.json()
+        return data
+    raise httpx.HTTPStatusError(
+        "still overloaded (429) after 2 retries", request=resp.request, response=resp
+    )
+
+
+async def collect(
+    cases: Sequence[GoldenCase],
+    agent_url: str,
+    *,
+    concurrency: int = 4,
+    timeout_s: float = 120.0,
+    progress: bool = False,
+) -> Collected:
+    """Ask the agent every case; rows keep the order of ``cases``."""
+    url = agent_url.rstrip("/") + "/v1/query"
+    sem = asyncio.Semaphore(max(1, concurrency))
+    bar = Progress(len(cases), "agent", enabled=progress)
+
+    async with httpx.AsyncClient(timeout=timeout_s) as client:
+
+        async def one(case: GoldenCase) -> tuple[RagSample | Failure, dict[str, Any] | None]:
+            async with sem:
+                try:
+                    data = await _ask(client, url, case.question)
+                    run = parse_record({"id": case.id, **data})
+                except httpx.TimeoutException:
+                    bar.advance(failed=True)
+                    return Failure(
+                        case.id, AGENT_METRIC, "agent_timeout", f"no answer within {timeout_s:g}s"
+                    ), None
+                except httpx.HTTPStatusError as exc:
+                    bar.advance(failed=True)
+                    code = exc.response.status_code
+                    return Failure(
+                        case.id, AGENT_METRIC, f"agent_http_{code}", exc.response.text[:200]
+                    ), None
+                except (httpx.HTTPError, ValueError) as exc:
+                    bar.advance(failed=True)
+                    return Failure(case.id, AGENT_METRIC, "agent_error", str(exc)[:200]), None
+            if not run.answer.strip():
+                bar.advance(failed=True)
+                return Failure(
+                    case.id, AGENT_METRIC, "empty_answer", "the agent answered nothing"
+                ), {
+                    "id": case.id,
+                    **data,
+                }
+            bar.advance()
+            row = RagSample(
+                id=case.id,
+                question=case.question,
+                answer=run.answer,
+                contexts=run.contexts,
+                context_ids=run.context_ids,
+                reference=case.reference,
+                reference_context_ids=case.reference_context_ids,
+                stratum=case.stratum,
+                split=case.split,
+            )
+            return row, {"id": case.id, **data}
+
+        results = await asyncio.gather(*(one(c) for c in cases))
+    collected = Collected(rows=[])
+    for item, record in results:
+        if isinstance(item, Failure):
+            collected.failures.append(item)
+        else:
+            collected.rows.append(item)
+        if record is not None:
+            collected.records.append(record)
+    return collected
+
+
+def write_records(records: Sequence[dict[str, Any]], path: Path | str) -> None:
+    """The agent's raw results, one JSON line each (scorable later with ``--traces``)."""
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")

@@ -1,0 +1,33 @@
+"""Errors of the operator, under :class:`sleuth.core.errors.SleuthError`.
+
+Failures of Kubernetes API calls are :class:`sleuth.core.errors.KubeError` (``retryable`` says
+whether to try again); what the operator itself decides is here::
+
+    OperatorError                base of what the operator raises itself
+    └── PermanentError           retrying the same input cannot help
+        └── InvalidSpec          the custom resource's spec is invalid (names the field)
+"""
+
+from __future__ import annotations
+
+from sleuth.core.errors import SleuthError
+
+
+class OperatorError(SleuthError):
+    """Base of the operator's own errors."""
+
+
+class PermanentError(OperatorError):
+    """Retrying with the same input will fail the same way."""
+
+
+class InvalidSpec(PermanentError):
+    """The spec does not validate; ``field`` is its camelCase path, e.g. ``spec.model.gpu``."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message if message.startswith(field) else f"{field}: {message}")
+        self.field = field
+        self.detail = message
+
+
+__all__ = ["InvalidSpec", "OperatorError", "PermanentError"]

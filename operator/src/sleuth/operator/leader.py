@@ -1,0 +1,249 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, so that several operator replicas are safe.
+
+Only the holder of the Lease runs kopf; the others wait, serving ``/healthz`` so that their
+liveness probe passes. The holder renews the Lease every ``retry`` seconds. A replica takes the
+Lease over when its record (holder and renew time) has not changed for ``duration`` seconds, by
+its own clock (never comparing clocks across nodes), with an optimistic-concurrency update: of
+two replicas racing, the API server accepts one. A holder that cannot renew within ``deadline``
+seconds, or finds another holder, has lost: ``on_lost`` runs (by default the process exits at
+once, so that no reconcile runs without the Lease; Kubernetes restarts it as a candidate).
+
+On a clean stop the holder releases the Lease (empty holder), so that a standby takes over at
+once rather than after ``duration``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import quote
+
+log = logging.getLogger("sleuth.operator.leader")
+
+
+def default_identity() -> str:
+    """The pod's name (from the downward API) or the host name, made unique per process."""
+    base = os.environ.get("POD_NAME") or socket.gethostname()
+    return f"{base}_{uuid.uuid4().hex[:8]}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class LeaseClient:
+    """GET / POST / PUT of one Lease, through a ``kubernetes.client.ApiClient``."""
+
+    api: Any
+    namespace: str
+    name: str
+    timeout: float = 5.0
+
+    def _call(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        method, url, headers, body, post = self.api.param_serialize(
+            method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
+        response: Any = self.api.call_api(
+            method, url, headers, body, post, _request_timeout=self.timeout
+        )
+        response.read()
+        text = response.data.decode("utf-8", "replace") if response.data else "{}"
+        return int(response.status), json.loads(text)
+
+    @property
+    def _base(self) -> str:
+        return f"/apis/coordination.k8s.io/v1/namespaces/{quote(self.namespace)}/leases"
+
+    def get(self) -> dict[str, Any] | None:
+        status, body = self._call("GET", f"{self._base}/{quote(self.name)}")
+        if status == 404:
+            return None
+        if status != 200:
+            raise RuntimeError(f"get lease {self.namespace}/{self.name}: HTTP {status}: {body}")
+        return body
+
+    def create(self, spec: dict[str, Any]) -> bool:
+        lease: dict[str, Any] = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"}
+        lease |= {"metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}
+        status, body = self._call("POST", self._base, lease)
+        if status == 409:
+            return False
+        if status not in (200, 201):
+            raise RuntimeError(f"create lease {self.namespace}/{self.name}: HTTP {status}: {body}")
+        return True
+
+    def replace(self, lease: dict[str, Any]) -> bool:
+        """PUT with the read resourceVersion; False when someone else wrote in between."""
+        status, body = self._call("PUT", f"{self._base}/{quote(self.name)}", lease)
+        if status == 409:
+            return False
+        if status != 200:
+            raise RuntimeError(f"update lease {self.namespace}/{self.name}: HTTP {status}: {body}")
+        return True
+
+
+def _exit_now() -> None:
+    log.critical("leadership lost: exiting so that no reconcile runs without the Lease")
+    os._exit(1)
+
+
+@dataclass
+class LeaderElector:
+    """Acquire, hold and release one Lease."""
+
+    client: LeaseClient
+    identity: str = field(default_factory=default_identity)
+    duration: float = 15.0
+    deadline: float = 10.0
+    retry: float = 2.0
+    on_lost: Callable[[], None] = _exit_now
+    _observed: tuple[Any, Any] | None = None
+    _observed_at: float = 0.0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _renewer: threading.Thread | None = None
+
+    def _spec(self, lease: dict[str, Any] | None) -> dict[str, Any]:
+        old = (lease or {}).get("spec") or {}
+        transitions = int(old.get("leaseTransitions") or 0)
+        if old.get("holderIdentity") not in (None, "", self.identity):
+            transitions += 1
+        acquired = old.get("acquireTime") if old.get("holderIdentity") == self.identity else None
+        return {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": max(1, round(self.duration)),
+            "acquireTime": acquired or _now(),
+            "renewTime": _now(),
+            "leaseTransitions": transitions,
+        }
+
+    def try_acquire_or_renew(self) -> bool:
+        """One attempt; True when this process holds the Lease afterwards."""
+        lease = self.client.get()
+        if lease is None:
+            return self.client.create(self._spec(None))
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        record = (holder, spec.get("renewTime"))
+        if record != self._observed:
+            self._observed, self._observed_at = record, time.monotonic()
+        expired = time.monotonic() - self._observed_at >= float(
+            spec.get("leaseDurationSeconds") or self.duration
+        )
+        if holder not in ("", self.identity) and not expired:
+            return False
+        lease["spec"] = self._spec(lease)
+        return self.client.replace(lease)
+
+    def acquire(self, stop: threading.Event | None = None) -> bool:
+        """Block until this process holds the Lease (False if ``stop`` was set first)."""
+        stop = stop or threading.Event()
+        log.info(
+            "%s: waiting for lease %s/%s", self.identity, self.client.namespace, self.client.name
+        )
+        while not stop.is_set():
+            try:
+                if self.try_acquire_or_renew():
+                    log.info("%s: acquired lease %s", self.identity, self.client.name)
+                    return True
+            except Exception as err:
+                log.warning("lease attempt failed: %s", err)
+            stop.wait(self.retry)
+        return False
+
+    def _renew_loop(self) -> None:
+        last_ok = time.monotonic()
+        while not self._stop.wait(self.retry):
+            try:
+                lease = self.client.get()
+                holder = ((lease or {}).get("spec") or {}).get("holderIdentity")
+                if lease is not None and holder != self.identity:
+                    log.error("lease %s is now held by %s", self.client.name, holder)
+                    self.on_lost()
+                    return
+                if self.try_acquire_or_renew():
+                    last_ok = time.monotonic()
+            except Exception as err:
+                log.warning("lease renewal failed: %s", err)
+            if time.monotonic() - last_ok > self.deadline:
+                log.error("could not renew lease %s for %.0f s", self.client.name, self.deadline)
+                self.on_lost()
+                return
+
+    def hold(self) -> None:
+        """Keep renewing from a daemon thread."""
+        self._renewer = threading.Thread(target=self._renew_loop, name="lease-renewer", daemon=True)
+        self._renewer.start()
+
+    def release(self) -> None:
+        """Stop renewing and give the Lease up (best effort)."""
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join(timeout=self.retry + 5)
+        try:
+            lease = self.client.get()
+            if lease and (lease.get("spec") or {}).get("holderIdentity") == self.identity:
+                lease["spec"] |= {"holderIdentity": "", "renewTime": _now()}
+                self.client.replace(lease)
+        except Exception as err:
+            log.warning("could not release lease %s: %s", self.client.name, err)
+
+
+class _Health(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200 if self.path.startswith("/healthz") else 404)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(b"standby\n")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def standby_health(address: str, port: int) -> ThreadingHTTPServer:
+    """Serve ``/healthz`` while waiting for the Lease; shut it down before kopf starts."""
+    server = ThreadingHTTPServer((address, port), _Health)
+    threading.Thread(target=server.serve_forever, name="standby-health", daemon=True).start()
+    return server
+
+
+def lead(lease: str, namespace: str | None, liveness: str | None) -> LeaderElector:
+    """Block until this process leads (``sleuth operator --leader-election-lease``), then hold.
+
+    While waiting, ``/healthz`` is served on the liveness address, which kopf takes over once
+    this process leads. The Lease is released when the process exits cleanly.
+    """
+    import atexit
+    from urllib.parse import urlsplit
+
+    from sleuth.core.kube import new_api_client
+
+    where = namespace or os.environ.get("POD_NAMESPACE") or "default"
+    elector = LeaderElector(LeaseClient(new_api_client(os.environ.get("KUBECONFIG")), where, lease))
+    health = None
+    if liveness:
+        url = urlsplit(liveness)
+        health = standby_health(url.hostname or "0.0.0.0", url.port or 80)
+    try:
+        elector.acquire()
+    finally:
+        if health is not None:
+            health.shutdown()
+            health.server_close()
+    elector.hold()
+    atexit.register(elector.release)
+    return elector
+
+
+__all__ = ["LeaderElector", "LeaseClient", "default_identity", "lead", "standby_health"]

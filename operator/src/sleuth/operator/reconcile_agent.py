@@ -1,0 +1,167 @@
+"""Reconcile one AgentDeployment: observe, render, apply, prune, compute status. Level-based.
+
+The same function runs for every event and on the periodic resync; it reads everything it needs
+from the API server and never trusts what woke it. Applying unchanged objects changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentSpec
+from sleuth.core.api.v1alpha1.common import SecretKeyRef
+from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
+from sleuth.core.kube import AGENT_DEPLOYMENT, CONFIG_MAP, DEPLOYMENT, SERVICE, TOOL_BINDING
+from sleuth.operator.errors import InvalidSpec
+from sleuth.operator.reconcile_common import (
+    Context,
+    SecretCheck,
+    check_secrets,
+    owner_of,
+    parse_spec,
+    prune,
+    secret_conditions,
+    write_status,
+)
+from sleuth.operator.render.agent import Binding, agent_endpoint, agent_name, render_agent
+from sleuth.operator.render.model import model_endpoint, model_name, render_model
+from sleuth.operator.render.tool import tool_endpoint, tool_service_name
+from sleuth.operator.status import Cond, invalid_conditions, rollout
+
+STATUS_KEYS = ("model", "modelEndpoint", "agentEndpoint", "tools", "toolNames")
+
+
+@dataclass(frozen=True)
+class Bindings:
+    """ToolBindings that name an agent: the ones it offers, and the ones refused with why."""
+
+    accepted: list[Binding]
+    refused: dict[str, str]
+
+
+def bindings_for(objs: list[dict[str, Any]], agent: str) -> Bindings:
+    """Valid, live ToolBindings of ``agent``; on a tool-name clash the oldest one wins."""
+    accepted: list[Binding] = []
+    refused: dict[str, str] = {}
+    taken: dict[str, str] = {}
+    ordered = sorted(
+        objs, key=lambda o: (o["metadata"].get("creationTimestamp", ""), o["metadata"]["name"])
+    )
+    for obj in ordered:
+        meta = obj["metadata"]
+        if (
+            meta.get("deletionTimestamp")
+            or (obj.get("spec") or {}).get("agentRef", {}).get("name") != agent
+        ):
+            continue
+        try:
+            spec = parse_spec(ToolBindingSpec, obj)
+        except InvalidSpec as err:
+            refused[meta["name"]] = str(err)
+            continue
+        if spec.tool_name in taken:
+            refused[meta["name"]] = (
+                f"spec.name: tool name {spec.tool_name} is already bound to agent {agent} "
+                f"by ToolBinding {taken[spec.tool_name]}"
+            )
+            continue
+        taken[spec.tool_name] = meta["name"]
+        accepted.append(Binding(meta["name"], spec))
+    return Bindings(accepted, refused)
+
+
+def _secret_refs(spec: AgentDeploymentSpec) -> list[tuple[str, SecretKeyRef]]:
+    refs = [
+        ("spec.model.tokenSecretRef", spec.model.token_secret_ref),
+        ("spec.model.apiKeySecretRef", spec.model.api_key_secret_ref),
+    ]
+    return [(path, ref) for path, ref in refs if ref is not None]
+
+
+def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
+    """Converge one AgentDeployment; returns the status it holds afterwards (None if gone)."""
+    kube = ctx.kube
+    obj = kube.get(AGENT_DEPLOYMENT, namespace, name)
+    if obj is None or obj["metadata"].get("deletionTimestamp"):
+        return None  # ownerReferences let the garbage collector remove the children
+    try:
+        spec = parse_spec(AgentDeploymentSpec, obj)
+    except InvalidSpec as err:
+        return write_status(
+            ctx, AGENT_DEPLOYMENT, obj, invalid_conditions(str(err)), {}, STATUS_KEYS
+        )
+
+    owner = owner_of(obj)
+    bound = bindings_for(kube.list(TOOL_BINDING, namespace), name)
+    manifests = render_model(owner, spec.model, ctx.settings) + render_agent(
+        owner, spec, bound.accepted, ctx.settings
+    )
+    for manifest in manifests:
+        kube.apply(manifest)
+    keep = {(m["kind"], m["metadata"]["name"]) for m in manifests}
+    prune(
+        kube,
+        owner,
+        [DEPLOYMENT, SERVICE, CONFIG_MAP],
+        f"app.kubernetes.io/instance={name},app.kubernetes.io/component in (model,agent)",
+        keep,
+    )
+
+    secrets = check_secrets(kube, namespace, _secret_refs(spec))
+    model = rollout(model_name(owner), kube.get(DEPLOYMENT, namespace, model_name(owner)))
+    agent = rollout(agent_name(owner), kube.get(DEPLOYMENT, namespace, agent_name(owner)))
+    rollouts = [model, agent] if spec.model.serves else [agent]
+    tools: list[dict[str, Any]] = []
+    for b in bound.accepted:
+        tool = rollout(b.name, kube.get(DEPLOYMENT, namespace, tool_service_name(b.name)))
+        tools.append(
+            {
+                "name": b.spec.tool_name,
+                "type": b.spec.type,
+                "binding": b.name,
+                "endpoint": tool_endpoint(b.name, namespace, ctx.settings),
+                "ready": tool.ready,
+            }
+        )
+    tools.sort(key=lambda t: (t["name"], t["binding"]))
+    conditions = _conditions(secrets, rollouts, tools)
+    extra = {
+        "model": spec.model.effective_served_name,
+        "modelEndpoint": model_endpoint(owner, spec.model, ctx.settings),
+        "agentEndpoint": agent_endpoint(owner, ctx.settings),
+        "tools": tools or None,
+        "toolNames": ",".join(t["name"] for t in tools) or None,
+    }
+    return write_status(ctx, AGENT_DEPLOYMENT, obj, conditions, extra, STATUS_KEYS)
+
+
+def _conditions(
+    secrets: SecretCheck, rollouts: list[Any], tools: list[dict[str, Any]]
+) -> list[Cond]:
+    waiting = [r for r in rollouts if not r.ready]
+    moving = [r for r in rollouts if r.progressing]
+    if moving:
+        progressing = Cond(
+            "Progressing", "True", "RollingOut", "; ".join(r.describe() for r in moving)
+        )
+    else:
+        progressing = Cond("Progressing", "False", "Complete", "no rollout in progress")
+    if waiting:
+        reason = (
+            "ModelNotReady"
+            if waiting[0] is rollouts[0] and len(rollouts) == 2
+            else ("AgentNotReady")
+        )
+        ready = Cond("Ready", "False", reason, "; ".join(r.describe() for r in waiting))
+    else:
+        ready = Cond("Ready", "True", "Ready", f"model and agent serving; {len(tools)} tools bound")
+    down = [t["name"] for t in tools if not t["ready"]]
+    if down:
+        degraded = Cond("Degraded", "True", "ToolsNotReady", "tools not ready: " + ", ".join(down))
+    else:
+        degraded = Cond("Degraded", "False", "AsExpected", "all bound tools are ready")
+    return secret_conditions(secrets, ready, progressing, degraded)
+
+
+__all__ = ["Bindings", "bindings_for", "reconcile_agent"]

@@ -1,0 +1,219 @@
+"""What both reconcilers share: context, spec parsing, Secret checks, pruning, status and events."""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from sleuth.core.api.v1alpha1.common import API_VERSION, SecretKeyRef
+from sleuth.core.errors import KubeRejected, SleuthError
+from sleuth.core.kube import SECRET, Kube, Resource
+from sleuth.operator.errors import InvalidSpec
+from sleuth.operator.render.meta import MANAGED_BY, Owner, RenderSettings
+from sleuth.operator.status import Cond, now_rfc3339, settle, status_patch, transitions
+
+log = logging.getLogger("sleuth.operator")
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass
+class Context:
+    """Everything a reconcile needs besides the object's name."""
+
+    kube: Kube
+    settings: RenderSettings = field(default_factory=RenderSettings)
+    now: Callable[[], str] = now_rfc3339
+    instance: str = field(default_factory=socket.gethostname)
+
+
+def owner_of(obj: dict[str, Any]) -> Owner:
+    meta = obj["metadata"]
+    return Owner(kind=obj["kind"], name=meta["name"], namespace=meta["namespace"], uid=meta["uid"])
+
+
+def parse_spec(model: type[M], obj: dict[str, Any]) -> M:
+    """Validate ``obj.spec``; :class:`InvalidSpec` names the first offending field."""
+    try:
+        return model.model_validate(obj.get("spec") or {})
+    except ValidationError as err:
+        first = err.errors()[0]
+        path = "spec" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+        message = str(first["msg"]).removeprefix("Value error, ")
+        named = _FIELD.match(message)
+        if named:  # the model's own rules name the field first
+            path = named.group(1)
+        raise InvalidSpec(path, message) from err
+
+
+_FIELD = re.compile(r"^(spec(?:\.[A-Za-z0-9_]+)+)")
+
+
+@dataclass(frozen=True)
+class SecretCheck:
+    """What the referenced Secret keys look like, one message per spec field concerned.
+
+    ``missing``: the Secret or its key does not exist. ``unverifiable``: the operator may not read
+    the Secret (HTTP 403, e.g. a cluster-wide operator without Secret access in that namespace);
+    the children are applied anyway and the pod fails to start if the Secret is really missing.
+    """
+
+    missing: list[str] = field(default_factory=list)
+    unverifiable: list[str] = field(default_factory=list)
+
+
+def check_secrets(kube: Kube, namespace: str, refs: list[tuple[str, SecretKeyRef]]) -> SecretCheck:
+    """Read each referenced Secret once and sort its keys into missing and unverifiable."""
+    check = SecretCheck()
+    cache: dict[str, dict[str, Any] | None] = {}
+    forbidden: set[str] = set()
+    for path, ref in refs:
+        if ref.name not in cache and ref.name not in forbidden:
+            try:
+                cache[ref.name] = kube.get(SECRET, namespace, ref.name)
+            except KubeRejected as err:
+                if err.status != FORBIDDEN:
+                    raise
+                forbidden.add(ref.name)
+        if ref.name in forbidden:
+            check.unverifiable.append(
+                f"{path}: Secret {ref.name} (key {ref.key}) is unverifiable: the operator lacks "
+                f"permission to read Secrets in namespace {namespace}; the pod will fail to "
+                "start if it is really missing"
+            )
+            continue
+        secret = cache[ref.name]
+        if secret is None:
+            check.missing.append(f"{path}: Secret {ref.name} not found")
+        elif ref.key not in (secret.get("data") or {}) and ref.key not in (
+            secret.get("stringData") or {}
+        ):
+            check.missing.append(f"{path}: Secret {ref.name} has no key {ref.key}")
+    return check
+
+
+FORBIDDEN = 403
+
+
+def secret_conditions(
+    check: SecretCheck, ready: Cond, progressing: Cond, degraded: Cond
+) -> list[Cond]:
+    """Fold the Secret check into a resource's conditions.
+
+    Missing keys make it ``SecretNotFound`` (not ready, degraded). Unverifiable ones only replace
+    a healthy ``Degraded=False`` with ``Degraded=Unknown``/``SecretUnverifiable``: readiness still
+    follows the pods, which cannot start without their Secret.
+    """
+    if check.missing:
+        message = "; ".join(check.missing + check.unverifiable)
+        return [
+            Cond("Ready", "False", "SecretNotFound", message),
+            progressing,
+            Cond("Degraded", "True", "SecretNotFound", message),
+        ]
+    if check.unverifiable and degraded.status == "False":
+        degraded = Cond("Degraded", "Unknown", "SecretUnverifiable", "; ".join(check.unverifiable))
+    return [ready, progressing, degraded]
+
+
+def prune(
+    kube: Kube,
+    owner: Owner,
+    resources: list[Resource],
+    selector: str,
+    keep: set[tuple[str, str]],
+) -> list[str]:
+    """Delete children of ``owner`` matching ``selector`` that are not in ``keep`` (kind, name)."""
+    removed = []
+    for resource in resources:
+        for obj in kube.list(resource, owner.namespace, f"{selector},{MANAGED_LABEL}"):
+            meta = obj["metadata"]
+            owned = any(r.get("uid") == owner.uid for r in meta.get("ownerReferences") or [])
+            if owned and (resource.kind, meta["name"]) not in keep:
+                kube.delete(resource, owner.namespace, meta["name"], uid=meta.get("uid"))
+                removed.append(f"{resource.kind}/{meta['name']}")
+    return removed
+
+
+MANAGED_LABEL = f"app.kubernetes.io/managed-by={MANAGED_BY}"
+
+
+def emit(ctx: Context, obj: dict[str, Any], kind: str, reason: str, message: str) -> None:
+    """Post a core/v1 Event about ``obj``; failures are logged, never raised."""
+    meta = obj["metadata"]
+    now = ctx.now()
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+        "involvedObject": {
+            "apiVersion": API_VERSION,
+            "kind": obj["kind"],
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "uid": meta["uid"],
+        },
+        "type": kind,
+        "reason": reason,
+        "message": message[:1024],
+        "source": {"component": "sleuth-operator"},
+        "reportingComponent": "sleuth-operator",
+        "reportingInstance": ctx.instance[:128],
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    try:
+        ctx.kube.create(event)
+    except SleuthError as err:  # events are best effort
+        log.warning("could not post event %s on %s: %s", reason, meta["name"], err)
+
+
+def write_status(
+    ctx: Context,
+    resource: Resource,
+    obj: dict[str, Any],
+    conditions: list[Cond],
+    extra: dict[str, Any],
+    managed: tuple[str, ...],
+) -> dict[str, Any]:
+    """Settle conditions, write the status if it changed, post an Event per transition."""
+    meta = obj["metadata"]
+    generation = int(meta.get("generation", 0))
+    current = obj.get("status") or {}
+    settled = settle(current.get("conditions"), conditions, generation, ctx.now())
+    desired = {"observedGeneration": generation, "conditions": settled, **extra}
+    desired = {k: v for k, v in desired.items() if v is not None}
+    patch = status_patch(current, desired, ("observedGeneration", "conditions", *managed))
+    if patch is not None:
+        ctx.kube.patch_status(resource, meta["namespace"], meta["name"], patch)
+        for cond in transitions(current.get("conditions"), settled):
+            healthy = (cond["type"] == "Degraded") == (cond["status"] == "False")
+            emit(
+                ctx,
+                obj,
+                "Normal" if healthy or cond["type"] == "Progressing" else "Warning",
+                cond["reason"],
+                f"{cond['type']}={cond['status']}: {cond['message']}",
+            )
+    return desired
+
+
+__all__ = [
+    "MANAGED_LABEL",
+    "Context",
+    "SecretCheck",
+    "check_secrets",
+    "emit",
+    "owner_of",
+    "parse_spec",
+    "prune",
+    "secret_conditions",
+    "write_status",
+]

@@ -1,0 +1,180 @@
+"""Reconcile one EvalSchedule: its CronJob, the ServiceAccount, Role and RoleBinding its pods
+report their results with, and its PrometheusRule where that kind is served.
+
+The CronJob targets the agent's Service and, unless ``spec.judge`` says otherwise, the agent's
+model server (both read from the AgentDeployment's status), and answer relevancy's embeddings
+default to the agent's retrieval embeddings endpoint (its oldest vector_search ToolBinding naming
+one; else the judge's /embeddings). Without the AgentDeployment, or
+before it reports its model, nothing is scheduled. Without the PrometheusRule CRD (no
+prometheus-operator), the CronJob still runs and the condition ``Degraded`` says the alerts are
+missing. Level-based; the run results in status are written by the runs, not here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sleuth.core.api.v1alpha1.common import SecretKeyRef
+from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleSpec
+from sleuth.core.errors import KubeRejected
+from sleuth.core.kube import (
+    AGENT_DEPLOYMENT,
+    CRON_JOB,
+    EVAL_SCHEDULE,
+    PROMETHEUS_RULE,
+    ROLE,
+    ROLE_BINDING,
+    SERVICE_ACCOUNT,
+    TOOL_BINDING,
+    Kube,
+)
+from sleuth.operator.errors import InvalidSpec
+from sleuth.operator.reconcile_agent import bindings_for
+from sleuth.operator.reconcile_common import (
+    Context,
+    check_secrets,
+    owner_of,
+    parse_spec,
+    prune,
+    secret_conditions,
+    write_status,
+)
+from sleuth.operator.render.agent import retrieval_embedding
+from sleuth.operator.render.evalaccess import render_eval_access
+from sleuth.operator.render.evalrules import render_eval_rules, rule_name
+from sleuth.operator.render.evalschedule import (
+    EvalEmbeddings,
+    EvalTarget,
+    cronjob_name,
+    render_eval_cronjob,
+)
+from sleuth.operator.render.meta import Owner
+from sleuth.operator.status import Cond, invalid_conditions
+
+STATUS_KEYS: tuple[str, ...] = ()
+# Pruned in this order: the CronJob first, so no new run starts without its account.
+CHILDREN = [CRON_JOB, ROLE_BINDING, ROLE, SERVICE_ACCOUNT]
+
+
+def _selector(name: str) -> str:
+    return f"app.kubernetes.io/instance={name},app.kubernetes.io/component=eval"
+
+
+def _without_children(
+    ctx: Context, obj: dict[str, Any], reason: str, message: str
+) -> dict[str, Any]:
+    owner = owner_of(obj)
+    prune(ctx.kube, owner, CHILDREN, _selector(owner.name), set())
+    if ctx.kube.serves(PROMETHEUS_RULE):
+        prune(ctx.kube, owner, [PROMETHEUS_RULE], _selector(owner.name), set())
+    conditions = [
+        Cond("Ready", "False", reason, message),
+        Cond("Progressing", "False", reason, "waiting: " + message),
+        Cond("Degraded", "True", reason, message),
+    ]
+    return write_status(ctx, EVAL_SCHEDULE, obj, conditions, {}, STATUS_KEYS)
+
+
+def _target(agent: dict[str, Any], bindings: list[dict[str, Any]]) -> EvalTarget | None:
+    """The agent's model endpoint and name from its status (None until it reports them), and
+    its retrieval embeddings endpoint from its ToolBindings (``bindings``: the namespace's)."""
+    status = agent.get("status") or {}
+    endpoint, model = status.get("modelEndpoint"), status.get("model")
+    if not endpoint or not model:
+        return None
+    key = ((agent.get("spec") or {}).get("model") or {}).get("apiKeySecretRef")
+    name = agent["metadata"]["name"]
+    emb = retrieval_embedding(bindings_for(bindings, name).accepted)
+    return EvalTarget(
+        agent=name,
+        model_endpoint=str(endpoint),
+        model=str(model),
+        model_api_key=SecretKeyRef.model_validate(key) if key else None,
+        embeddings=EvalEmbeddings(emb.endpoint, emb.model) if emb is not None else None,
+    )
+
+
+def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
+    """Converge one EvalSchedule; returns the status it holds afterwards (None if gone)."""
+    kube = ctx.kube
+    obj = kube.get(EVAL_SCHEDULE, namespace, name)
+    if obj is None or obj["metadata"].get("deletionTimestamp"):
+        return None
+    try:
+        spec = parse_spec(EvalScheduleSpec, obj)
+    except InvalidSpec as err:
+        return write_status(ctx, EVAL_SCHEDULE, obj, invalid_conditions(str(err)), {}, STATUS_KEYS)
+
+    agent_name = spec.agent_ref.name
+    agent = kube.get(AGENT_DEPLOYMENT, namespace, agent_name)
+    if agent is None or agent["metadata"].get("deletionTimestamp"):
+        message = f"spec.agentRef.name: AgentDeployment {agent_name} not found in {namespace}"
+        return _without_children(ctx, obj, "AgentNotFound", message)
+    target = _target(agent, kube.list(TOOL_BINDING, namespace))
+    if target is None:
+        message = f"AgentDeployment {agent_name} has not reported its model endpoint yet"
+        return _without_children(ctx, obj, "ModelEndpointUnknown", message)
+
+    owner = owner_of(obj)
+    forbidden = _apply_access(kube, owner, agent_name)
+    kube.apply(render_eval_cronjob(owner, spec, target, ctx.settings))
+    rules_served = kube.serves(PROMETHEUS_RULE)
+    if rules_served:
+        kube.apply(render_eval_rules(owner, spec, ctx.settings))
+
+    refs = []
+    if spec.judge is not None and spec.judge.api_key_secret_ref is not None:
+        refs.append(("spec.judge.apiKeySecretRef", spec.judge.api_key_secret_ref))
+    secrets = check_secrets(kube, namespace, refs)
+
+    job = cronjob_name(name)
+    if spec.suspend:
+        ready = Cond("Ready", "True", "Suspended", f"CronJob {job} is suspended")
+    else:
+        ready = Cond("Ready", "True", "Scheduled", f"CronJob {job} runs at '{spec.schedule}'")
+    progressing = Cond(
+        "Progressing",
+        "False",
+        "Complete",
+        "CronJob and its ServiceAccount, Role, RoleBinding applied",
+    )
+    if rules_served:
+        degraded = Cond(
+            "Degraded", "False", "AsExpected", f"alerts in PrometheusRule {rule_name(name)}"
+        )
+    else:
+        degraded = Cond(
+            "Degraded",
+            "True",
+            "PrometheusRuleUnsupported",
+            "monitoring.coreos.com/v1 PrometheusRule is not served in this cluster (is the "
+            "prometheus-operator installed?): the runs are scheduled but nothing alerts on them",
+        )
+    if forbidden is not None:
+        message = (
+            f"the operator may not create the eval pods' ServiceAccount, Role or RoleBinding "
+            f"{name}-eval ({forbidden}): runs cannot report to this status. Upgrade the chart "
+            "(its RBAC grants serviceaccounts, roles, rolebindings and get on "
+            "evalschedules/status) or grant them"
+        )
+        ready = Cond("Ready", "False", "EvalAccessForbidden", message)
+        degraded = Cond("Degraded", "True", "EvalAccessForbidden", message)
+    conditions = secret_conditions(secrets, ready, progressing, degraded)
+    return write_status(ctx, EVAL_SCHEDULE, obj, conditions, {}, STATUS_KEYS)
+
+
+def _apply_access(kube: Kube, owner: Owner, agent: str) -> str | None:
+    """Apply the eval pods' ServiceAccount, Role, RoleBinding (before the pods that use them);
+    the apiserver's refusal (HTTP 403, e.g. an older chart's RBAC) is returned, not raised, so
+    that the EvalSchedule says so in its conditions."""
+    for manifest in render_eval_access(owner, agent):
+        try:
+            kube.apply(manifest)
+        except KubeRejected as err:
+            if err.status != 403:
+                raise
+            return str(err)
+    return None
+
+
+__all__ = ["reconcile_eval"]

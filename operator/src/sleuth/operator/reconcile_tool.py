@@ -1,0 +1,92 @@
+"""Reconcile one ToolBinding: its tool service exists only while its agent does. Level-based."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
+from sleuth.core.kube import (
+    AGENT_DEPLOYMENT,
+    CONFIG_MAP,
+    DEPLOYMENT,
+    NETWORK_POLICY,
+    SERVICE,
+    TOOL_BINDING,
+)
+from sleuth.operator.errors import InvalidSpec
+from sleuth.operator.reconcile_agent import bindings_for
+from sleuth.operator.reconcile_common import (
+    Context,
+    check_secrets,
+    owner_of,
+    parse_spec,
+    prune,
+    secret_conditions,
+    write_status,
+)
+from sleuth.operator.render.tool import SECRET_ENV, render_tool, secret_refs, tool_endpoint
+from sleuth.operator.status import Cond, invalid_conditions, rollout
+
+STATUS_KEYS = ("toolName", "endpoint")
+CHILDREN = [DEPLOYMENT, SERVICE, CONFIG_MAP, NETWORK_POLICY]
+
+
+def _without_children(
+    ctx: Context, obj: dict[str, Any], reason: str, message: str, extra: dict[str, Any]
+) -> dict[str, Any]:
+    owner = owner_of(obj)
+    selector = f"app.kubernetes.io/instance={owner.name},app.kubernetes.io/component=tool"
+    prune(ctx.kube, owner, CHILDREN, selector, set())
+    conditions = [
+        Cond("Ready", "False", reason, message),
+        Cond("Progressing", "False", reason, "waiting: " + message),
+        Cond("Degraded", "True", reason, message),
+    ]
+    return write_status(ctx, TOOL_BINDING, obj, conditions, extra, STATUS_KEYS)
+
+
+def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
+    """Converge one ToolBinding; returns the status it holds afterwards (None if gone)."""
+    kube = ctx.kube
+    obj = kube.get(TOOL_BINDING, namespace, name)
+    if obj is None or obj["metadata"].get("deletionTimestamp"):
+        return None
+    try:
+        spec = parse_spec(ToolBindingSpec, obj)
+    except InvalidSpec as err:
+        conditions = invalid_conditions(str(err))
+        return write_status(ctx, TOOL_BINDING, obj, conditions, {}, STATUS_KEYS)
+
+    extra = {"toolName": spec.tool_name}
+    agent_name = spec.agent_ref.name
+    agent = kube.get(AGENT_DEPLOYMENT, namespace, agent_name)
+    if agent is None or agent["metadata"].get("deletionTimestamp"):
+        message = f"spec.agentRef.name: AgentDeployment {agent_name} not found in {namespace}"
+        return _without_children(ctx, obj, "AgentNotFound", message, extra)
+    refused = bindings_for(kube.list(TOOL_BINDING, namespace), agent_name).refused
+    if name in refused:
+        return _without_children(ctx, obj, "ToolNameConflict", refused[name], extra)
+
+    owner = owner_of(obj)
+    for manifest in render_tool(owner, spec, ctx.settings):
+        kube.apply(manifest)
+    extra["endpoint"] = tool_endpoint(name, namespace, ctx.settings)
+
+    refs = [(f"spec.{SECRET_ENV[env]}", ref) for env, ref in secret_refs(spec).items()]
+    secrets = check_secrets(kube, namespace, refs)
+    service = rollout(f"{name}-tool", kube.get(DEPLOYMENT, namespace, f"{name}-tool"))
+    if service.progressing:
+        progressing = Cond("Progressing", "True", "RollingOut", service.describe())
+    else:
+        progressing = Cond("Progressing", "False", "Complete", "no rollout in progress")
+    if not service.ready:
+        ready = Cond("Ready", "False", "ToolServiceNotReady", service.describe())
+        degraded = Cond("Degraded", "False", "AsExpected", "waiting for the tool service")
+    else:
+        ready = Cond("Ready", "True", "Ready", f"{spec.tool_name} is served for agent {agent_name}")
+        degraded = Cond("Degraded", "False", "AsExpected", "tool service ready")
+    conditions = secret_conditions(secrets, ready, progressing, degraded)
+    return write_status(ctx, TOOL_BINDING, obj, conditions, extra, STATUS_KEYS)
+
+
+__all__ = ["reconcile_tool"]

@@ -1,0 +1,249 @@
+"""The agent service of an AgentDeployment: ConfigMap (its configuration file), Deployment, Service.
+
+The ConfigMap holds exactly :class:`sleuth.core.api.agent_config.AgentConfig`, the file the agent
+reads
+from ``SLEUTH_AGENT_CONFIG``; its digest is a pod-template annotation, so a change rolls the pods.
+``SLEUTH_AGENT_NAME`` is the AgentDeployment's name: the ``agent`` label of the agent's metrics
+(the online evaluation's ``rag_*_score{agent, source="online"}`` included).
+
+Answer relevancy needs embeddings; unless ``spec.agent.onlineEval.embeddings`` chooses them, they
+come from the agent's retrieval (:func:`retrieval_embedding`), else the local MiniLM the image
+carries: a chat-model server, the default judge, serves no ``/embeddings``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+from pydantic import AnyHttpUrl
+
+from sleuth.core.api.agent_config import (
+    AgentConfig,
+    ModelEndpointConfig,
+    OnlineEvalConfig,
+    OnlineEvalEmbeddingsConfig,
+    OnlineEvalJudgeConfig,
+    ToolConfig,
+)
+from sleuth.core.api.v1alpha1.agentdeployment import (
+    SINGLE_CALL_PARSERS,
+    AgentDeploymentSpec,
+    OnlineEvalSpec,
+)
+from sleuth.core.api.v1alpha1.toolbinding import EmbeddingSpec, ToolBindingSpec
+from sleuth.operator.render.meta import (
+    Manifest,
+    Owner,
+    RenderSettings,
+    configured_workload,
+    hardened_container,
+    http_probe,
+    metadata,
+    resources,
+    secret_env,
+    selector_labels,
+    service_url,
+)
+from sleuth.operator.render.model import model_endpoint
+from sleuth.operator.render.tool import tool_description, tool_endpoint
+
+CONFIG_DIR = "/etc/sleuth/agent"
+CONFIG_FILE = "config.yaml"
+MODEL_API_KEY_ENV = "SLEUTH_MODEL_API_KEY"
+JUDGE_API_KEY_ENV = "SLEUTH_ONLINE_EVAL_JUDGE_API_KEY"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A ToolBinding bound to the agent being rendered: its name and validated spec."""
+
+    name: str
+    spec: ToolBindingSpec
+
+
+def agent_name(owner: Owner) -> str:
+    """Name of the agent's Deployment, Service and ConfigMap."""
+    return f"{owner.name}-agent"
+
+
+def agent_endpoint(owner: Owner, settings: RenderSettings) -> str:
+    """Base URL of the agent's OpenAI-compatible API."""
+    return service_url(agent_name(owner), owner.namespace, settings.agent_port, "/v1")
+
+
+def retrieval_embedding(bindings: list[Binding]) -> EmbeddingSpec | None:
+    """The embeddings endpoint of the agent's retrieval, the default for answer relevancy.
+
+    That of the first vector_search binding naming one (``spec.vectorSearch.embedding``) that
+    needs no API key: a tool's credentials live only in its tool service, never in the agent or
+    the eval pods, so an endpoint behind a key is not shared. ``bindings`` come oldest first, as
+    :func:`~sleuth.operator.reconcile_agent.bindings_for` returns them (the oldest binding also
+    wins a tool-name clash). None without one.
+    """
+    for b in bindings:
+        vs = b.spec.vector_search
+        if b.spec.type != "vector_search" or vs is None or vs.embedding is None:
+            continue
+        if vs.embedding.api_key_secret_ref is None:
+            return vs.embedding
+    return None
+
+
+def _embeddings_config(
+    online: OnlineEvalSpec, retrieval: EmbeddingSpec | None
+) -> OnlineEvalEmbeddingsConfig:
+    emb = online.embeddings
+    if emb is not None:  # the user's choice
+        return OnlineEvalEmbeddingsConfig(
+            source=emb.source,
+            endpoint=AnyHttpUrl(emb.endpoint) if emb.endpoint else None,
+            model=emb.model,
+        )
+    if retrieval is not None:
+        return OnlineEvalEmbeddingsConfig(
+            source="endpoint",
+            endpoint=AnyHttpUrl(retrieval.endpoint),
+            model=retrieval.model,
+        )
+    # Retrieval embeds in-process (the tool service's local MiniLM): so does answer relevancy.
+    return OnlineEvalEmbeddingsConfig(source="local")
+
+
+def online_eval_config(
+    online: OnlineEvalSpec, retrieval: EmbeddingSpec | None = None
+) -> OnlineEvalConfig:
+    """``onlineEval`` of the file; without a judge the agent asks its own model server.
+
+    Embeddings: the user's choice, else ``retrieval`` (see :func:`retrieval_embedding`), else
+    the local all-MiniLM-L6-v2 the image carries (a chat model's server has no ``/embeddings``).
+    """
+    judge = online.judge
+    return OnlineEvalConfig(
+        sample_rate=online.sample_rate,
+        judge=OnlineEvalJudgeConfig(
+            endpoint=AnyHttpUrl(judge.endpoint),
+            model=judge.model,
+            api_key_env=JUDGE_API_KEY_ENV if judge.api_key_secret_ref else None,
+        )
+        if judge is not None
+        else None,
+        embeddings=_embeddings_config(online, retrieval),
+        queue_size=online.queue_size,
+        concurrency=online.concurrency,
+        window=online.window,
+        timeout_seconds=float(online.timeout_seconds),
+    )
+
+
+def agent_config(
+    owner: Owner,
+    spec: AgentDeploymentSpec,
+    bindings: list[Binding],
+    settings: RenderSettings,
+) -> AgentConfig:
+    """The agent's configuration file: model endpoint, tools in name order, limits, prompt."""
+    agent = spec.agent
+    parallel = agent.parallel_tool_calls
+    if parallel is None:
+        parallel = spec.model.effective_parser not in SINGLE_CALL_PARSERS
+    tools = [
+        ToolConfig(
+            name=b.spec.tool_name,
+            type=b.spec.type,
+            description=tool_description(b.spec),
+            endpoint=AnyHttpUrl(tool_endpoint(b.name, owner.namespace, settings)),
+            timeout_seconds=b.spec.timeout_seconds,
+            cache_ttl_seconds=b.spec.cache_ttl_seconds,
+        )
+        for b in sorted(bindings, key=lambda b: (b.spec.tool_name, b.name))
+    ]
+    return AgentConfig(
+        model=ModelEndpointConfig(
+            endpoint=AnyHttpUrl(model_endpoint(owner, spec.model, settings)),
+            served_model_name=spec.model.effective_served_name,
+            timeout_seconds=float(min(agent.request_timeout_seconds, 600)),
+            api_key_env=MODEL_API_KEY_ENV if spec.model.api_key_secret_ref else None,
+        ),
+        tools=tools,
+        max_iterations=agent.max_iterations,
+        parallel_tool_calls=parallel,
+        system_prompt=agent.system_prompt,
+        tool_cache_ttl_seconds=agent.tool_cache_ttl_seconds,
+        request_timeout_seconds=agent.request_timeout_seconds,
+        max_concurrent_requests=agent.max_concurrent_requests,
+        online_eval=online_eval_config(agent.online_eval, retrieval_embedding(bindings)),
+    )
+
+
+def render_agent(
+    owner: Owner,
+    spec: AgentDeploymentSpec,
+    bindings: list[Binding],
+    settings: RenderSettings,
+) -> list[Manifest]:
+    """ConfigMap + Deployment + Service of the agent service."""
+    name = agent_name(owner)
+    config = agent_config(owner, spec, bindings, settings).to_file_dict()
+    data = {CONFIG_FILE: yaml.safe_dump(config, sort_keys=True, allow_unicode=True)}
+    selector = selector_labels("agent", owner.name)
+    env: list[Manifest] = [
+        {"name": "SLEUTH_AGENT_CONFIG", "value": f"{CONFIG_DIR}/{CONFIG_FILE}"},
+        {"name": "SLEUTH_AGENT_NAME", "value": owner.name},
+    ]
+    if spec.model.api_key_secret_ref is not None:
+        ref = spec.model.api_key_secret_ref
+        env.append(secret_env(MODEL_API_KEY_ENV, ref.name, ref.key))
+    judge = spec.agent.online_eval.judge
+    if judge is not None and judge.api_key_secret_ref is not None:
+        ref = judge.api_key_secret_ref
+        env.append(secret_env(JUDGE_API_KEY_ENV, ref.name, ref.key))
+    container: Manifest = {
+        "name": "agent",
+        "image": spec.agent.image or settings.sleuth_image,
+        "args": [
+            "agent",
+            "--config",
+            f"{CONFIG_DIR}/{CONFIG_FILE}",
+            "--port",
+            str(settings.agent_port),
+        ],
+        "ports": [{"name": "http", "containerPort": settings.agent_port, "protocol": "TCP"}],
+        "env": env,
+        "resources": resources(spec.agent.resources),
+        "volumeMounts": [
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+        "readinessProbe": http_probe("/readyz", "http", 5, 3),
+        "livenessProbe": http_probe("/healthz", "http", 10, 3),
+        "securityContext": hardened_container(),
+    }
+    configmap: Manifest = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(name, owner, "agent", owner.name),
+        "data": data,
+    }
+    deployment, service = configured_workload(
+        name,
+        metadata(name, owner, "agent", owner.name),
+        replicas=spec.agent.replicas,
+        selector=selector,
+        pod_labels=metadata(name, owner, "agent", owner.name)["labels"],
+        config_data=data,
+        container=container,
+        port=settings.agent_port,
+    )
+    return [configmap, deployment, service]
+
+
+__all__ = [
+    "Binding",
+    "agent_config",
+    "agent_endpoint",
+    "agent_name",
+    "online_eval_config",
+    "render_agent",
+    "retrieval_embedding",
+]

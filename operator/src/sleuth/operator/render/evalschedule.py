@@ -1,0 +1,303 @@
+"""An EvalSchedule's CronJob: ``sleuth eval ragas`` (and ``sleuth eval tsa``) on a schedule.
+
+The ``ragas`` container asks the agent's own Service (``POST /v1/query``) every golden question of
+the split and scores the answers with the judge; the ``tsa`` container (when
+``toolSelectionAccuracy`` is among the metrics) asks the agent's model through the agent's own
+model client. The golden dataset is mounted read-only at :data:`DATASET_DIR`; results are written
+as JSON under :data:`RESULTS_DIR`. The judge defaults to the agent's model server and model;
+answer relevancy's embeddings default to the agent's retrieval embeddings endpoint (that of its
+oldest vector_search ToolBinding naming one, :attr:`EvalTarget.embeddings`), else the local
+all-MiniLM-L6-v2 the image carries (as the tool service embeds without an endpoint).
+
+Every container reports its part of the run to the EvalSchedule's status (environment
+:data:`STATUS_ENV`, :data:`RUN_ID_ENV` = the Job's name, :data:`EXPECT_PARTS_ENV` = containers x
+pods), as the ServiceAccount ``<schedule>-eval`` (see :mod:`.evalaccess`). With
+``spec.parallelism`` N > 1 a run is an Indexed Job of N pods, pod K scoring shard K/N.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from sleuth.core.api.v1alpha1.common import SecretKeyRef
+from sleuth.core.api.v1alpha1.evalschedule import RAGAS_METRICS, TSA_METRIC, EvalScheduleSpec
+from sleuth.operator.render.agent import agent_name
+from sleuth.operator.render.evalaccess import eval_account_name
+from sleuth.operator.render.meta import (
+    Manifest,
+    Owner,
+    RenderSettings,
+    hardened_container,
+    hardened_pod,
+    metadata,
+    resources,
+    secret_env,
+    service_url,
+)
+
+DATASET_DIR = "/var/lib/sleuth/dataset"
+RESULTS_DIR = "/var/lib/sleuth/results"
+API_KEY_ENV = "SLEUTH_EVAL_API_KEY"  # what `sleuth eval` reads its --api-key default from
+# What `sleuth eval` reads its --status, --run-id and --expect-parts defaults from.
+STATUS_ENV = "SLEUTH_EVAL_STATUS"
+RUN_ID_ENV = "SLEUTH_EVAL_RUN_ID"
+EXPECT_PARTS_ENV = "SLEUTH_EVAL_EXPECT_PARTS"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on a Job's pods by the Job controller
+SHARD_ARG = "$(JOB_COMPLETION_INDEX)"  # expanded by the kubelet in Indexed Jobs' pods
+
+
+@dataclass(frozen=True)
+class EvalEmbeddings:
+    """An OpenAI-compatible embeddings endpoint for answer relevancy."""
+
+    endpoint: str  # base URL, including /v1 (one that needs no key: see retrieval_embedding)
+    model: str
+
+
+@dataclass(frozen=True)
+class EvalTarget:
+    """What the CronJob needs from the evaluated AgentDeployment (read from its status)."""
+
+    agent: str  # name of the AgentDeployment
+    model_endpoint: str  # its model server's base URL, including /v1
+    model: str  # the model name the agent sends
+    model_api_key: SecretKeyRef | None = None
+    # The agent's retrieval embeddings (its vector_search ToolBinding's); None: the judge's.
+    embeddings: EvalEmbeddings | None = None
+
+
+def cronjob_name(schedule: str) -> str:
+    """Name of an EvalSchedule's CronJob."""
+    return f"{schedule}-eval"
+
+
+def agent_url(target: EvalTarget, namespace: str, settings: RenderSettings) -> str:
+    """Base URL of the agent service (the eval appends /v1/query)."""
+    owner = Owner("AgentDeployment", target.agent, namespace, "")
+    return service_url(agent_name(owner), namespace, settings.agent_port)
+
+
+def golden_path(spec: EvalScheduleSpec) -> str:
+    """Where the golden JSONL is, inside the eval pod."""
+    ds = spec.dataset
+    if ds.config_map_ref is not None:
+        return str(PurePosixPath(DATASET_DIR) / ds.config_map_ref.key)
+    assert ds.persistent_volume_claim is not None  # the model validator guarantees one source
+    return str(PurePosixPath(DATASET_DIR) / ds.persistent_volume_claim.path)
+
+
+def _dataset_volume(spec: EvalScheduleSpec) -> Manifest:
+    ds = spec.dataset
+    if ds.config_map_ref is not None:
+        return {"name": "dataset", "configMap": {"name": ds.config_map_ref.name}}
+    assert ds.persistent_volume_claim is not None
+    return {
+        "name": "dataset",
+        "persistentVolumeClaim": {
+            "claimName": ds.persistent_volume_claim.claim_name,
+            "readOnly": True,
+        },
+    }
+
+
+def _common_args(spec: EvalScheduleSpec, target: EvalTarget, out: str) -> list[str]:
+    shard = ["--shard", f"{SHARD_ARG}/{spec.parallelism}"] if spec.parallelism > 1 else []
+    args = [
+        "--agent",
+        target.agent,
+        "--split",
+        spec.dataset.split,
+        "--final-report",
+        "--concurrency",
+        str(spec.concurrency),
+        "--no-progress",
+        "--out",
+        f"{RESULTS_DIR}/{out}",
+        *shard,
+        # Both containers label their scores with the golden set's name (the TSA cases would
+        # otherwise be labelled by their own file), so every part of a run agrees.
+        "--dataset",
+        dataset_label(spec),
+    ]
+    return args
+
+
+def dataset_label(spec: EvalScheduleSpec) -> str:
+    """The 'dataset' label of a run's scores: spec.dataset.name, else the golden file's stem."""
+    return spec.dataset.name or PurePosixPath(golden_path(spec)).stem
+
+
+def _embeddings_args(emb: EvalEmbeddings | None) -> list[str]:
+    if emb is None:  # no retrieval endpoint: the local MiniLM the image carries, as retrieval does
+        return ["--embeddings-url", "local"]
+    return ["--embeddings-url", emb.endpoint, "--embeddings-model", emb.model]
+
+
+def ragas_args(
+    spec: EvalScheduleSpec, target: EvalTarget, namespace: str, settings: RenderSettings
+) -> list[str]:
+    """Arguments of the ``ragas`` container (after the image's ``sleuth`` entrypoint)."""
+    judge_url = spec.judge.endpoint if spec.judge else target.model_endpoint
+    judge_model = spec.judge.model if spec.judge else target.model
+    metrics = [RAGAS_METRICS[m] for m in spec.metrics if m in RAGAS_METRICS]
+    t = spec.thresholds
+    thresholds = {
+        "faithfulness": t.faithfulness,
+        "answer_relevancy": t.answer_relevancy,
+        "context_precision_simple": t.context_precision,
+        "context_recall": t.context_recall,
+    }
+    args = [
+        "eval",
+        "ragas",
+        "--golden",
+        golden_path(spec),
+        "--agent-url",
+        agent_url(target, namespace, settings),
+        "--judge-url",
+        judge_url,
+        "--judge-model",
+        judge_model,
+        *_embeddings_args(target.embeddings),
+        "--metrics",
+        ",".join(metrics),
+        *_common_args(spec, target, "ragas.json"),
+    ]
+    for name, value in thresholds.items():
+        args += ["--threshold", f"{name}={value:g}"]
+    return args
+
+
+def tsa_args(spec: EvalScheduleSpec, target: EvalTarget) -> list[str]:
+    """Arguments of the ``tsa`` container: the agent's model through the agent's model client."""
+    return [
+        "eval",
+        "tsa",
+        "--endpoint",
+        target.model_endpoint,
+        "--model",
+        target.model,
+        "--agent-client",
+        *_common_args(spec, target, "tsa.json"),
+        "--threshold",
+        f"tool_selection_accuracy={spec.thresholds.tool_selection_accuracy:g}",
+    ]
+
+
+def _report_env(owner: Owner, parts: int) -> list[Manifest]:
+    """Where and as which run each container reports its part, and how many parts make a run."""
+    job_name = {"fieldRef": {"fieldPath": f"metadata.labels['{JOB_NAME_LABEL}']"}}
+    return [
+        {"name": STATUS_ENV, "value": f"{owner.namespace}/{owner.name}"},
+        {"name": RUN_ID_ENV, "valueFrom": job_name},
+        {"name": EXPECT_PARTS_ENV, "value": str(parts)},
+    ]
+
+
+def _container(
+    name: str,
+    args: list[str],
+    api_key: SecretKeyRef | None,
+    spec: EvalScheduleSpec,
+    image: str,
+    report: list[Manifest],
+) -> Manifest:
+    env: list[Manifest] = [{"name": "HOME", "value": "/tmp"}, *report]
+    if api_key is not None:
+        env.append(secret_env(API_KEY_ENV, api_key.name, api_key.key))
+    return {
+        "name": name,
+        "image": image,
+        "args": args,
+        "env": env,
+        "resources": resources(spec.resources),
+        "volumeMounts": [
+            {"name": "dataset", "mountPath": DATASET_DIR, "readOnly": True},
+            {"name": "results", "mountPath": RESULTS_DIR},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+        "securityContext": hardened_container(),
+    }
+
+
+def render_eval_cronjob(
+    owner: Owner, spec: EvalScheduleSpec, target: EvalTarget, settings: RenderSettings
+) -> Manifest:
+    """The CronJob of an EvalSchedule."""
+    image = spec.image or settings.sleuth_image
+    judge_key = spec.judge.api_key_secret_ref if spec.judge else target.model_api_key
+    ragas = ragas_args(spec, target, owner.namespace, settings)
+    runs_ragas = any(m in RAGAS_METRICS for m in spec.metrics)
+    runs_tsa = TSA_METRIC in spec.metrics
+    report = _report_env(owner, (int(runs_ragas) + int(runs_tsa)) * spec.parallelism)
+    containers: list[Manifest] = []
+    if runs_ragas:
+        containers.append(_container("ragas", ragas, judge_key, spec, image, report))
+    if runs_tsa:
+        tsa = tsa_args(spec, target)
+        containers.append(_container("tsa", tsa, target.model_api_key, spec, image, report))
+    meta = metadata(cronjob_name(owner.name), owner, "eval", target.agent)
+    job: Manifest = {
+        "backoffLimit": spec.backoff_limit,
+        "activeDeadlineSeconds": spec.active_deadline_seconds,
+    }
+    if spec.parallelism > 1:
+        job |= {
+            "completionMode": "Indexed",
+            "completions": spec.parallelism,
+            "parallelism": spec.parallelism,
+        }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": meta,
+        "spec": {
+            "schedule": spec.schedule,
+            "suspend": spec.suspend,
+            "concurrencyPolicy": "Forbid",
+            "startingDeadlineSeconds": spec.starting_deadline_seconds,
+            "successfulJobsHistoryLimit": spec.successful_jobs_history_limit,
+            "failedJobsHistoryLimit": spec.failed_jobs_history_limit,
+            "jobTemplate": {
+                "metadata": {"labels": meta["labels"]},
+                "spec": {
+                    **job,
+                    "template": {
+                        "metadata": {"labels": meta["labels"]},
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "serviceAccountName": eval_account_name(owner.name),
+                            "automountServiceAccountToken": True,
+                            "securityContext": hardened_pod(),
+                            "containers": containers,
+                            "volumes": [
+                                _dataset_volume(spec),
+                                {"name": "results", "emptyDir": {}},
+                                {"name": "tmp", "emptyDir": {}},
+                            ],
+                        },
+                    },
+                },
+            },
+        },
+    }
+
+
+__all__ = [
+    "API_KEY_ENV",
+    "DATASET_DIR",
+    "EXPECT_PARTS_ENV",
+    "RESULTS_DIR",
+    "RUN_ID_ENV",
+    "STATUS_ENV",
+    "EvalEmbeddings",
+    "EvalTarget",
+    "agent_url",
+    "cronjob_name",
+    "dataset_label",
+    "golden_path",
+    "ragas_args",
+    "render_eval_cronjob",
+    "tsa_args",
+]

@@ -1,0 +1,221 @@
+"""Names, labels, owner references and pod hardening shared by every renderer."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
+from sleuth.core.api.v1alpha1.common import API_VERSION, Resources
+
+Component = Literal["model", "agent", "tool", "eval"]
+
+MANAGED_BY = "sleuth-operator"
+PART_OF = "sleuth"
+AGENT_LABEL = "sleuth.dev/agent"
+CONFIG_HASH_ANNOTATION = "sleuth.dev/config-hash"
+DEFAULT_SLEUTH_IMAGE = "ghcr.io/sleuth-dev/sleuth:0.1.0"
+DEFAULT_RUNBOOK_BASE_URL = "https://github.com/sleuth-dev/sleuth/blob/main/docs/runbooks"
+
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The custom resource that children are rendered for."""
+
+    kind: str
+    name: str
+    namespace: str
+    uid: str
+
+    def reference(self) -> dict[str, Any]:
+        """An ownerReference marking the resource as the children's controller."""
+        return {
+            "apiVersion": API_VERSION,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """Operator-wide settings that renderers need (not part of any spec)."""
+
+    sleuth_image: str = DEFAULT_SLEUTH_IMAGE
+    model_image: str = DEFAULT_VLLM_IMAGE  # vLLM, when spec.model.image is empty
+    agent_port: int = 8080
+    tool_port: int = 8080
+    model_port: int = 8000
+    cluster_domain: str = "cluster.local"
+    runbook_base_url: str = DEFAULT_RUNBOOK_BASE_URL  # <base>/<AlertName>.md
+
+
+def selector_labels(component: Component, instance: str) -> dict[str, str]:
+    """The immutable subset of labels used in Deployment selectors and policies."""
+    return {
+        "app.kubernetes.io/name": f"sleuth-{component}",
+        "app.kubernetes.io/instance": instance,
+        "app.kubernetes.io/component": component,
+    }
+
+
+def labels(component: Component, instance: str, agent: str) -> dict[str, str]:
+    """Every label a child carries: the standard ``app.kubernetes.io/*`` set plus its agent."""
+    return {
+        **selector_labels(component, instance),
+        "app.kubernetes.io/part-of": PART_OF,
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+        AGENT_LABEL: agent,
+    }
+
+
+def metadata(
+    name: str, owner: Owner, component: Component, agent: str, **extra: Any
+) -> dict[str, Any]:
+    """Object metadata: name, namespace, labels and the owner reference."""
+    return {
+        "name": name,
+        "namespace": owner.namespace,
+        "labels": labels(component, owner.name, agent),
+        "ownerReferences": [owner.reference()],
+        **extra,
+    }
+
+
+def service_url(name: str, namespace: str, port: int, path: str = "") -> str:
+    """The in-cluster URL of a Service."""
+    return f"http://{name}.{namespace}.svc:{port}{path}"
+
+
+def config_hash(data: Any) -> str:
+    """A short, stable digest of configuration; changing it rolls the pods."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def resources(spec: Resources | None, **limits: Any) -> dict[str, Any]:
+    """A container ``resources`` block from a spec, with extra limits (e.g. GPUs) merged in."""
+    out: dict[str, Any] = {}
+    if spec is not None and spec.requests:
+        out["requests"] = dict(spec.requests)
+    merged = {**(spec.limits if spec is not None and spec.limits else {}), **limits}
+    if merged:
+        out["limits"] = merged
+    return out
+
+
+def secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
+    """An environment variable read from a Secret key."""
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+
+
+def hardened_pod() -> dict[str, Any]:
+    """Pod security context for the sleuth image: non-root, default seccomp profile."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+        "runAsGroup": 65532,
+        "fsGroup": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def hardened_container(read_only_root: bool = True) -> dict[str, Any]:
+    """Container security context: no privilege escalation, no capabilities."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": read_only_root,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
+def http_probe(path: str, port: str, period: int, failures: int, timeout: int = 3) -> Manifest:
+    return {
+        "httpGet": {"path": path, "port": port},
+        "periodSeconds": period,
+        "failureThreshold": failures,
+        "timeoutSeconds": timeout,
+    }
+
+
+__all__ = [
+    "AGENT_LABEL",
+    "CONFIG_HASH_ANNOTATION",
+    "DEFAULT_RUNBOOK_BASE_URL",
+    "DEFAULT_SLEUTH_IMAGE",
+    "MANAGED_BY",
+    "Component",
+    "Manifest",
+    "Owner",
+    "RenderSettings",
+    "config_hash",
+    "hardened_container",
+    "hardened_pod",
+    "http_probe",
+    "labels",
+    "metadata",
+    "resources",
+    "secret_env",
+    "selector_labels",
+    "service_url",
+]
+
+
+def configured_workload(
+    name: str,
+    meta: Manifest,
+    *,
+    replicas: int,
+    selector: dict[str, str],
+    pod_labels: dict[str, str],
+    config_data: Any,
+    container: Manifest,
+    port: int,
+) -> tuple[Manifest, Manifest]:
+    """A Deployment running ``container`` with the ConfigMap ``name`` mounted, and its Service.
+
+    Shared by the agent and the tool services: hardened pod, no service-account token, a
+    config-hash annotation so a configuration change rolls the pods, and one HTTP port.
+    """
+    deployment: Manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta,
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {
+                    "labels": pod_labels,
+                    "annotations": {CONFIG_HASH_ANNOTATION: config_hash(config_data)},
+                },
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "securityContext": hardened_pod(),
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "config", "configMap": {"name": name}},
+                        {"name": "tmp", "emptyDir": {}},
+                    ],
+                },
+            },
+        },
+    }
+    service: Manifest = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": copy.deepcopy(meta),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector,
+            "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+    return deployment, service

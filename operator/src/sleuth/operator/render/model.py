@@ -1,0 +1,156 @@
+"""The vLLM model server of an AgentDeployment that serves its own model: Deployment + Service."""
+
+from __future__ import annotations
+
+from sleuth.core.api.v1alpha1.agentdeployment import (
+    DEFAULT_MAX_MODEL_LEN,
+    ModelSpec,
+)
+from sleuth.operator.render.meta import (
+    Manifest,
+    Owner,
+    RenderSettings,
+    hardened_container,
+    http_probe,
+    metadata,
+    resources,
+    secret_env,
+    selector_labels,
+    service_url,
+)
+
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+CACHE_PATH = "/root/.cache/huggingface"
+# A 70B checkpoint can take many minutes to download and load: up to 30 minutes before liveness.
+STARTUP_PERIOD_SECONDS = 10
+STARTUP_FAILURES = 180
+
+
+def model_name(owner: Owner) -> str:
+    """Name of the model server's Deployment and Service."""
+    return f"{owner.name}-model"
+
+
+def model_endpoint(owner: Owner, spec: ModelSpec, settings: RenderSettings) -> str:
+    """The OpenAI-compatible base URL the agent uses (ends in /v1)."""
+    if spec.endpoint is not None:
+        return spec.endpoint
+    return service_url(model_name(owner), owner.namespace, settings.model_port, "/v1")
+
+
+def vllm_args(spec: ModelSpec, settings: RenderSettings) -> list[str]:
+    """The vLLM server's command-line arguments, in a fixed order."""
+    assert spec.name is not None, "vllm_args needs a served model"
+    args = [
+        "--model",
+        spec.name,
+        "--served-model-name",
+        spec.effective_served_name,
+        "--tensor-parallel-size",
+        str(spec.effective_tensor_parallel_size),
+        "--max-model-len",
+        str(spec.max_model_len or DEFAULT_MAX_MODEL_LEN),
+    ]
+    if spec.quantization is not None:
+        args += ["--quantization", spec.quantization]
+    parser = spec.effective_parser
+    assert parser is not None, "the spec model guarantees a tool-call parser"
+    args += [
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        parser,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(settings.model_port),
+    ]
+    return args + list(spec.extra_args or [])
+
+
+def render_model(owner: Owner, spec: ModelSpec, settings: RenderSettings) -> list[Manifest]:
+    """Deployment + Service running vLLM on GPU nodes; empty when the model is an endpoint."""
+    if not spec.serves:
+        return []
+    name = model_name(owner)
+    gpu = spec.effective_gpu
+    volumes: list[Manifest] = [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+    ]
+    mounts: list[Manifest] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    if spec.cache is not None:
+        if spec.cache.claim_name is not None:
+            volumes.append(
+                {"name": "cache", "persistentVolumeClaim": {"claimName": spec.cache.claim_name}}
+            )
+        else:
+            volumes.append({"name": "cache", "emptyDir": {"sizeLimit": spec.cache.size}})
+        mounts.append({"name": "cache", "mountPath": CACHE_PATH})
+    env: list[Manifest] = [{"name": "HF_HOME", "value": CACHE_PATH}]
+    if spec.token_secret_ref is not None:
+        ref = spec.token_secret_ref
+        env.append(secret_env("HF_TOKEN", ref.name, ref.key))
+    container: Manifest = {
+        "name": "vllm",
+        "image": spec.image or settings.model_image,
+        "args": vllm_args(spec, settings),
+        "ports": [{"name": "http", "containerPort": settings.model_port, "protocol": "TCP"}],
+        "env": env,
+        "resources": resources(spec.resources, **{GPU_RESOURCE: gpu.count}),
+        "volumeMounts": mounts,
+        "startupProbe": http_probe("/health", "http", STARTUP_PERIOD_SECONDS, STARTUP_FAILURES),
+        "readinessProbe": http_probe("/health", "http", 5, 3),
+        "livenessProbe": http_probe("/health", "http", 10, 3, timeout=5),
+        # vLLM images run as root and write to their cache; drop what they do not need.
+        "securityContext": hardened_container(read_only_root=False),
+    }
+    selector = selector_labels("model", owner.name)
+    deployment: Manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(name, owner, "model", owner.name),
+        "spec": {
+            "replicas": 1 if spec.replicas is None else spec.replicas,
+            "selector": {"matchLabels": selector},
+            # Never ask for more GPUs than the replicas hold: replace pods one at a time.
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+            },
+            "template": {
+                "metadata": {"labels": metadata(name, owner, "model", owner.name)["labels"]},
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "nodeSelector": {GPU_PRODUCT_LABEL: gpu.product},
+                    "tolerations": [
+                        {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+                    ],
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    "terminationGracePeriodSeconds": 60,
+                    "containers": [container],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+    service: Manifest = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(name, owner, "model", owner.name),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector,
+            "ports": [
+                {
+                    "name": "http",
+                    "port": settings.model_port,
+                    "targetPort": "http",
+                    "protocol": "TCP",
+                }
+            ],
+        },
+    }
+    return [deployment, service]
+
+
+__all__ = ["model_endpoint", "model_name", "render_model", "vllm_args"]

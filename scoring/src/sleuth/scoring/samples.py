@@ -1,0 +1,60 @@
+"""RAG evaluation rows: what was asked, answered and retrieved, plus the golden reference.
+
+One JSONL line per row (see docs/evals.md)::
+
+    {"id": "redis-latency", "question": "...", "answer": "...",
+     "contexts": ["C1 text", "C2 text"], "context_ids": ["C1", "C2"],
+     "reference": "...", "reference_context_ids": ["C1", "C4"],
+     "stratum": "easy", "split": "dev"}
+
+``answer`` and ``contexts`` come from the agent (a recorded trace, see
+:mod:`sleuth.evals.traces`); ``reference``, ``reference_context_ids``, ``stratum`` and ``split``
+from the golden dataset.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sleuth.core.jsonl import load_jsonl
+
+Stratum = Literal["easy", "multi-hop", "adversarial"]
+
+
+class RagSample(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    answer: str = Field(min_length=1)
+    contexts: list[str] = Field(
+        default_factory=list,
+        description="Retrieved texts; empty when the agent answered without retrieving.",
+    )
+    context_ids: list[str] = Field(default_factory=list)
+    reference: str | None = None
+    reference_context_ids: list[str] = Field(default_factory=list)
+    stratum: Stratum = "easy"
+    split: Literal["dev", "test"] = "dev"
+
+    @model_validator(mode="after")
+    def _ids_align(self) -> RagSample:
+        if self.context_ids and len(self.context_ids) != len(self.contexts):
+            raise ValueError(
+                f"context_ids has {len(self.context_ids)} entries but contexts has "
+                f"{len(self.contexts)}"
+            )
+        return self
+
+
+def load_samples(path: Path | str, split: str | None = None) -> list[RagSample]:
+    rows = load_jsonl(path, RagSample)
+    return [r for r in rows if split in (None, "all") or r.split == split]
+
+
+def worked_example_path() -> Path:
+    """The seed article's worked example (Redis latency), shipped in evals/data."""
+    return Path(__file__).resolve().parent.parent / "data" / "rag_worked_example.jsonl"
