@@ -57,7 +57,17 @@ helm.sh/chart: {{ include "sleuth.chart" . }}
 {{- end -}}
 {{- end -}}
 
-{{/* The sleuth image reference, pinned by digest when one is given. */}}
+{{/* The operator's image reference, pinned by digest when one is given. */}}
+{{- define "sleuth.operatorImage" -}}
+{{- $repo := .Values.operator.image.repository -}}
+{{- if .Values.operator.image.digest -}}
+{{- printf "%s@%s" $repo .Values.operator.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repo (default .Chart.AppVersion .Values.operator.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The sleuth (workload) image reference, pinned by digest when one is given. */}}
 {{- define "sleuth.image" -}}
 {{- $repo := .Values.image.repository -}}
 {{- if .Values.image.digest -}}
