@@ -106,7 +106,7 @@ async def measure(args: argparse.Namespace, url: str) -> dict[str, object]:
         start, cpu0 = time.perf_counter(), time.process_time()
         run = await run_metrics(data, metrics, bundle)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
-        transport = bundle.transports[0]
+        limit = bundle.limits[0]
     finally:
         await bundle.aclose()
     calls = bundle.meter.judge_requests
@@ -124,12 +124,12 @@ async def measure(args: argparse.Namespace, url: str) -> dict[str, object]:
         "wall_s": round(wall, 3),
         "ideal_s": round(ideal, 3),
         "ratio": round(wall / ideal, 3) if ideal else None,
-        "mean_judge_request_s": round(transport.chat_busy_s / max(1, transport.chat_requests), 4),
-        "slot_utilisation": round(transport.busy_s / (wall * args.concurrency), 3),
+        "mean_judge_request_s": round(limit.chat_busy_s / max(1, limit.chat_requests), 4),
+        "slot_utilisation": round(limit.busy_s / (wall * args.concurrency), 3),
         "client_cpu_ms_per_call": round(cpu * 1000 / max(1, calls), 2),
         # wall against the requests' own measured durations: the runner's scheduling alone
-        "ratio_vs_measured_requests": round(wall / (transport.busy_s / args.concurrency), 3)
-        if transport.busy_s
+        "ratio_vs_measured_requests": round(wall / (limit.busy_s / args.concurrency), 3)
+        if limit.busy_s
         else None,
         "client": args.client,
         "load_avg_1m": os.getloadavg()[0],

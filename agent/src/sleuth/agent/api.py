@@ -7,8 +7,9 @@
                                can stand in: ``{"status": "degraded: ..."}``)
 ``GET  /metrics``              Prometheus exposition
 
-Errors are JSON ``{"error": {"message", "type", "field"}}``: 422 names the offending field, 429
-(with Retry-After) means the agent is at ``maxConcurrentRequests``.
+Errors are JSON ``{"error": {"message", "type", "field"}}`` (:mod:`sleuth.agent.http_errors`):
+422 names the offending field, 429 (with Retry-After) means the agent is at
+``maxConcurrentRequests``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 
+from sleuth.agent.http_errors import error_body, overloaded
 from sleuth.agent.openai_api import router as openai_router
 from sleuth.agent.service import AgentService, Overloaded
 from sleuth.agent.toolrun import BoundTool
@@ -44,17 +46,6 @@ class QueryRequest(BaseModel):
     history: list[HistoryMessage] = Field(
         default_factory=list, max_length=50, description="Earlier turns of the conversation."
     )
-
-
-def error_body(status: int, message: str, kind: str, field: str | None = None) -> JSONResponse:
-    body = {"error": {"message": message, "type": kind, "field": field}}
-    return JSONResponse(body, status_code=status)
-
-
-def overloaded(exc: Overloaded) -> JSONResponse:
-    response = error_body(429, str(exc), "overloaded")
-    response.headers["Retry-After"] = str(exc.retry_after_s)
-    return response
 
 
 def service_of(request: Request) -> AgentService:

@@ -19,6 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from sleuth.agent.http_errors import error_body, overloaded
 from sleuth.agent.loop import AgentResult
 from sleuth.agent.service import AgentService, Overloaded
 
@@ -77,8 +78,6 @@ async def models(request: Request) -> dict[str, Any]:
 
 @router.post("/v1/chat/completions", response_model=None)
 async def chat_completions(body: ChatRequest, request: Request) -> Response:
-    from sleuth.agent.api import error_body, overloaded
-
     service: AgentService = request.app.state.service
     last = body.messages[-1]
     if last.role != "user" or not last.text().strip():

@@ -10,6 +10,7 @@ whether trying again may help is said one way everywhere: the ``retryable`` attr
     ├── DatasetError                a dataset file is invalid (names file, line and field)
     ├── ModelError                  a call to the model server failed
     │   ├── ModelUnavailable        retryable: connection refused, timeout, 429 or 5xx
+    │   │   └── ModelTimeout        no answer within the client's timeout
     │   └── ModelResponseError      permanent: 4xx or a body that is not the OpenAI format
     ├── KubeError                   a Kubernetes API call failed (sleuth.core.kube)
     │   ├── KubeRetryable           retryable: unreachable, throttled, 5xx, timeout
@@ -62,6 +63,10 @@ class ModelUnavailable(ModelError):
     """The model server is down, overloaded or too slow; trying again later may work."""
 
     retryable = True
+
+
+class ModelTimeout(ModelUnavailable):
+    """The model server did not answer within the client's timeout."""
 
 
 class ModelResponseError(ModelError):

@@ -4,6 +4,15 @@
 aiohttp, streaming (server-sent events, time to first token measured) or not. Tool calls come back
 as :class:`ToolCallRequest` with the raw argument text: parsing it is the loop's job, so that
 malformed JSON becomes an observation rather than an exception.
+
+It is the one chat completions client of every sleuth package: the agent's loop, the TSA runner,
+the direct judge and the golden-set generator. ``complete(messages, [])`` is a plain completion
+(no tools); ``response_format={"type": "json_object"}`` asks for JSON mode on every call; the
+:class:`ModelTurn` carries the finish reason and the usage block. Failures raise
+:mod:`sleuth.core.errors`: :class:`~sleuth.core.errors.ModelTimeout` (no answer within
+``timeout_s``, the whole call) and other :class:`~sleuth.core.errors.ModelUnavailable`
+(unreachable, 429, 5xx) are retryable; :class:`~sleuth.core.errors.ModelResponseError` (4xx, a
+body that is not a chat completion) is not. Retrying is the caller's decision.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from sleuth.core.errors import ModelResponseError, ModelUnavailable
+from sleuth.core.errors import ModelResponseError, ModelTimeout, ModelUnavailable
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,16 +98,19 @@ class OpenAIChatModel:
         api_key: str | None = None,
         max_connections: int = 512,
         tool_choice: str | dict[str, Any] = "auto",
+        response_format: dict[str, Any] | None = None,
     ) -> None:
         self.name = model
         self.base_url = base_url.rstrip("/")
         self._url = self.base_url + "/chat/completions"
+        self._timeout_s = timeout_s
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._stream = stream
         self._params = {"temperature": temperature, "max_tokens": max_tokens}
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._max_connections = max_connections
         self._tool_choice = tool_choice
+        self._response_format = response_format
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
@@ -128,6 +140,8 @@ class OpenAIChatModel:
         if tools:
             body["tools"] = tools
             body["tool_choice"] = self._tool_choice
+        if self._response_format is not None:
+            body["response_format"] = self._response_format
         if self._stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -151,7 +165,7 @@ class OpenAIChatModel:
                     return await _read_stream(response, started)
                 return _parse_body(await response.read())
         except TimeoutError as exc:
-            raise ModelUnavailable("model call timed out") from exc
+            raise ModelTimeout(f"model call timed out after {self._timeout_s:g} s") from exc
         except aiohttp.ClientError as exc:
             raise ModelUnavailable(f"model server unreachable: {exc}") from exc
 

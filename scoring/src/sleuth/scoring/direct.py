@@ -1,12 +1,14 @@
-"""A lean ragas judge client: JSON-mode chat completions over httpx, validated with pydantic.
+"""A lean ragas judge: JSON-mode chat completions through the one model client, validated with
+pydantic; and ragas embeddings from an OpenAI-compatible ``/embeddings`` endpoint over httpx.
 
-ragas' collections metrics only need ``agenerate(prompt, ResponseModel)``. This client sends the
-ragas prompt as the user message, the response model's JSON Schema in the system message and
-``response_format: {"type": "json_object"}`` (the request shape of ragas' ``llm_factory`` path),
-then validates the reply with the response model. On unparsable output it re-asks once, showing
-the model its reply and the validation error. It spends a fraction of the CPU per call of the
-Instructor + OpenAI SDK path (measured in bench/eval_runner.py), which matters when one machine
-drives a judge at high concurrency.
+ragas' collections metrics only need ``agenerate(prompt, ResponseModel)``. :class:`DirectJudge`
+sends the ragas prompt as the user message and the response model's JSON Schema in the system
+message through a :class:`~sleuth.core.llm.ChatModel` built in JSON mode (``response_format:
+{"type": "json_object"}``, the request shape of ragas' ``llm_factory`` path), then validates the
+reply with the response model. On unparsable output it re-asks once, showing the model its reply
+and the validation error. It spends a fraction of the CPU per call of the Instructor + OpenAI SDK
+path (measured in bench/eval_runner.py), which matters when one machine drives a judge at high
+concurrency. The model client's errors become :class:`JudgeError` reasons (:func:`judge_error`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from pydantic import BaseModel, ValidationError
 from ragas.embeddings.base import BaseRagasEmbedding
 from ragas.llms.base import InstructorBaseRagasLLM
 
+from sleuth.core.errors import ModelError, ModelResponseError, ModelTimeout
+from sleuth.core.llm import ChatModel
 from sleuth.scoring.errors import JudgeError
 
 T = TypeVar("T", bound=BaseModel)
@@ -46,68 +50,47 @@ def extract_json(text: str) -> str:
     return text[start : end + 1] if 0 <= start < end else text
 
 
-class DirectJudge(InstructorBaseRagasLLM):
-    """``agenerate`` for ragas metrics over one shared :class:`httpx.AsyncClient`."""
+def judge_error(exc: ModelError) -> JudgeError:
+    """The judge's reason for a failed model call: timeout, connection, http_<status> or
+    bad_response."""
+    if isinstance(exc, ModelTimeout):
+        return JudgeError("timeout", str(exc))
+    if exc.status is not None:
+        return JudgeError(f"http_{exc.status}", str(exc))
+    if isinstance(exc, ModelResponseError):
+        return JudgeError("bad_response", str(exc))
+    return JudgeError("connection", str(exc))
 
-    def __init__(
-        self,
-        http: httpx.AsyncClient,
-        base_url: str,
-        model: str,
-        *,
-        api_key: str = "sk-local",
-        max_tokens: int = 4096,
-        temperature: float = 0.0,
-        parse_retries: int = 1,
-    ) -> None:
-        self.http = http
-        self.url = base_url.rstrip("/") + "/chat/completions"
+
+class DirectJudge(InstructorBaseRagasLLM):
+    """``agenerate`` for ragas metrics over a JSON-mode :class:`~sleuth.core.llm.ChatModel`.
+
+    ``max_tokens`` is the model's budget, named when a verdict is cut at it.
+    """
+
+    def __init__(self, model: ChatModel, *, max_tokens: int, parse_retries: int = 1) -> None:
         self.model = model
-        self.headers = {"Authorization": f"Bearer {api_key}"}
         self.max_tokens = max_tokens
-        self.temperature = temperature
         self.parse_retries = parse_retries
         self.calls = 0
 
     def generate(self, prompt: str, response_model: type[T]) -> T:
         raise TypeError("DirectJudge is async only: use agenerate()")
 
-    async def _complete(self, messages: list[dict[str, str]]) -> dict[str, Any]:
-        body = {
-            "model": self.model,
-            "messages": messages,
-            "response_format": {"type": "json_object"},
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-        }
-        try:
-            resp = await self.http.post(self.url, json=body, headers=self.headers)
-        except httpx.TimeoutException as exc:
-            raise JudgeError("timeout", f"no answer within the timeout ({exc!r})") from exc
-        except httpx.TransportError as exc:
-            raise JudgeError("connection", str(exc) or repr(exc)) from exc
-        if resp.status_code >= 400:
-            raise JudgeError(f"http_{resp.status_code}", resp.text[:300])
-        try:
-            data = resp.json()
-            data["choices"][0]["message"]
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise JudgeError("bad_response", f"not a chat completion: {resp.text[:200]}") from exc
-        out: dict[str, Any] = data
-        return out
-
     async def agenerate(self, prompt: str, response_model: type[T]) -> T:
         self.calls += 1
-        messages = [
+        messages: list[dict[str, Any]] = [
             {"role": "system", "content": SYSTEM_PROMPT.format(schema=schema_text(response_model))},
             {"role": "user", "content": prompt},
         ]
         error = ""
         for _attempt in range(1 + self.parse_retries):
-            data = await self._complete(messages)
-            choice = data["choices"][0]
-            content = str(choice["message"].get("content") or "")
-            if choice.get("finish_reason") == "length":
+            try:
+                turn = await self.model.complete(messages, [])
+            except ModelError as exc:
+                raise judge_error(exc) from exc
+            content = turn.content or ""
+            if turn.finish_reason == "length":
                 raise JudgeError(
                     "truncated", f"output hit max_tokens={self.max_tokens}; raise the budget"
                 )

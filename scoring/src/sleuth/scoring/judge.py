@@ -3,13 +3,13 @@
 ragas' collections metrics call ``llm.agenerate(prompt, ResponseModel)`` (JSON mode:
 ``response_format: json_object``, the schema in the system prompt) and
 ``embeddings.aembed_text(s)``. The judge client is :class:`~sleuth.scoring.direct.DirectJudge`
-by default, or ragas' own ``llm_factory`` (Instructor over the OpenAI SDK) with
-``client="instructor"``; embeddings come from :class:`~sleuth.scoring.direct.DirectEmbeddings`
-(an OpenAI-compatible ``/embeddings`` endpoint) or the local model. Around them we add what an SRE
-needs to trust a run:
+over the one model client (:mod:`sleuth.core.llm`) by default, or ragas' own ``llm_factory``
+(Instructor over the OpenAI SDK and httpx) with ``client="instructor"``; embeddings come from
+:class:`~sleuth.scoring.direct.DirectEmbeddings` (an OpenAI-compatible ``/embeddings`` endpoint,
+httpx) or the local model. Around them we add what an SRE needs to trust a run:
 
-- our concurrency limit towards the judge (:class:`LimitedTransport`, one per endpoint,
-  shared by every metric and row);
+- our concurrency limit towards the judge (:class:`EndpointLimit`, one per endpoint, shared by
+  every metric and row, and by the model client and the httpx client of that endpoint);
 - a timeout per request (the OpenAI client's own retries are off: we decide about retries);
 - a max-token budget high enough that verdict JSON is not cut (default 4096);
 - exactly one retry on unparsable output (a re-ask showing the validation error);
@@ -24,6 +24,8 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, cast
 
@@ -36,6 +38,8 @@ from pydantic import BaseModel
 from ragas.embeddings.base import BaseRagasEmbedding
 from ragas.llms.base import InstructorBaseRagasLLM, llm_factory
 
+from sleuth.core.errors import ModelError
+from sleuth.core.llm import ModelTurn, OpenAIChatModel
 from sleuth.scoring.direct import DirectEmbeddings, DirectJudge
 from sleuth.scoring.errors import JudgeError
 
@@ -89,6 +93,19 @@ class UsageMeter:
             self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
             self.completion_tokens += int(usage.get("completion_tokens") or 0)
 
+    def on_turn(self, turn: ModelTurn) -> None:
+        """A judge call of the model client answered (HTTP 200)."""
+        self.by_status[200] = self.by_status.get(200, 0) + 1
+        self.judge_requests += 1
+        self.prompt_tokens += turn.prompt_tokens
+        self.completion_tokens += turn.completion_tokens
+
+    def on_model_error(self, exc: ModelError) -> None:
+        """A judge call of the model client failed; counted when the server answered."""
+        if exc.status is not None:
+            self.by_status[exc.status] = self.by_status.get(exc.status, 0) + 1
+            self.judge_requests += 1
+
     def to_json(self) -> dict[str, Any]:
         return {
             "judge_requests": self.judge_requests,
@@ -118,44 +135,82 @@ def _classify(exc: BaseException) -> JudgeError:
     return JudgeError("error", f"{name}: {text}")
 
 
-class LimitedTransport(httpx.AsyncBaseTransport):
+class EndpointLimit:
     """At most ``limit`` requests in flight to one endpoint: our concurrency limit.
 
-    The slot is held from sending the request until its body is read, and only then: prompt
+    A slot is held from sending a request until its body is read, and only then: prompt
     rendering and response parsing (ragas, Instructor, the OpenAI client) happen outside it, so
-    the endpoint sees exactly ``limit`` concurrent requests while work is queued. httpx's
+    the endpoint sees exactly ``limit`` concurrent requests while work is queued. The clients'
     timeouts apply to the exchange itself, never to the wait for a slot.
     """
 
-    def __init__(self, limit: int, inner: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, limit: int) -> None:
         self.limit = max(1, limit)
         self._sem = asyncio.Semaphore(self.limit)
-        self.inner = inner or httpx.AsyncHTTPTransport(
-            limits=httpx.Limits(max_connections=self.limit, max_keepalive_connections=self.limit)
-        )
         self.requests = 0
         self.busy_s = 0.0  # summed time slots were held
         self.chat_requests = 0
         self.chat_busy_s = 0.0  # the same, for chat completions only
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    @asynccontextmanager
+    async def slot(self, *, chat: bool) -> AsyncIterator[None]:
         async with self._sem:
             self.requests += 1
             started = time.perf_counter()
             try:
-                response = await self.inner.handle_async_request(request)
-                try:
-                    await response.aread()
-                except BaseException:
-                    await response.aclose()
-                    raise
+                yield
             finally:
                 held = time.perf_counter() - started
                 self.busy_s += held
-                if request.url.path.endswith("/chat/completions"):
+                if chat:
                     self.chat_requests += 1
                     self.chat_busy_s += held
+
+
+class LimitedTransport(httpx.AsyncBaseTransport):
+    """An httpx transport whose requests take a slot of the endpoint's :class:`EndpointLimit`."""
+
+    def __init__(self, limit: EndpointLimit, inner: httpx.AsyncBaseTransport | None = None) -> None:
+        self.limit = limit
+        self.inner = inner or httpx.AsyncHTTPTransport(
+            limits=httpx.Limits(max_connections=limit.limit, max_keepalive_connections=limit.limit)
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        async with self.limit.slot(chat=request.url.path.endswith("/chat/completions")):
+            response = await self.inner.handle_async_request(request)
+            try:
+                await response.aread()
+            except BaseException:
+                await response.aclose()
+                raise
         return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class LimitedModel:
+    """The direct judge's :class:`~sleuth.core.llm.ChatModel`: each call takes a slot of the
+    endpoint's limit, and its usage goes to the meter."""
+
+    def __init__(self, inner: OpenAIChatModel, limit: EndpointLimit, meter: UsageMeter) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.limit = limit
+        self.meter = meter
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelTurn:
+        async with self.limit.slot(chat=True):
+            try:
+                turn = await self.inner.complete(messages, tools)
+            except ModelError as exc:
+                self.meter.on_model_error(exc)
+                raise
+        self.meter.on_turn(turn)
+        return turn
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -214,23 +269,40 @@ class JudgeBundle:
     embeddings: GuardedEmbeddings
     meter: UsageMeter
     config: JudgeConfig
-    transports: list[LimitedTransport]
+    limits: list[EndpointLimit]
     _http: list[httpx.AsyncClient]
+    _models: list[LimitedModel] = field(default_factory=list)
 
     async def aclose(self) -> None:
+        for model in self._models:
+            await model.aclose()
         for client in self._http:
             await client.aclose()
 
 
-def _http(cfg: JudgeConfig, meter: UsageMeter) -> tuple[httpx.AsyncClient, LimitedTransport]:
-    """One HTTP client per endpoint, behind its own concurrency limit, metering usage."""
-    transport = LimitedTransport(cfg.concurrency)
-    http = httpx.AsyncClient(
+def _http(cfg: JudgeConfig, meter: UsageMeter, limit: EndpointLimit) -> httpx.AsyncClient:
+    """An httpx client towards one endpoint, behind that endpoint's limit, metering usage."""
+    return httpx.AsyncClient(
         timeout=cfg.timeout_s,
-        transport=transport,
+        transport=LimitedTransport(limit),
         event_hooks={"response": [meter.on_response]},
     )
-    return http, transport
+
+
+def _direct_model(cfg: JudgeConfig, meter: UsageMeter, limit: EndpointLimit) -> LimitedModel:
+    """The direct judge's model client: JSON mode, our budget, no streaming, no retries."""
+    model = OpenAIChatModel(
+        cfg.base_url,
+        cfg.model,
+        timeout_s=cfg.timeout_s,
+        stream=False,
+        temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens,
+        api_key=cfg.api_key,
+        max_connections=limit.limit,
+        response_format={"type": "json_object"},
+    )
+    return LimitedModel(model, limit, meter)
 
 
 def _instructor_llm(cfg: JudgeConfig, http: httpx.AsyncClient) -> InstructorBaseRagasLLM:
@@ -262,42 +334,39 @@ def build_judge(cfg: JudgeConfig) -> JudgeBundle:
     limit too.
     """
     meter = UsageMeter()
-    http_chat, t_chat = _http(cfg, meter)
+    limit_chat = EndpointLimit(cfg.concurrency)
+    http_chat = _http(cfg, meter, limit_chat)
     inner: InstructorBaseRagasLLM
+    models: list[LimitedModel] = []
     if cfg.client == "instructor":
         inner = _instructor_llm(cfg, http_chat)
     else:
-        inner = DirectJudge(
-            http_chat,
-            cfg.base_url,
-            cfg.model,
-            api_key=cfg.api_key,
-            max_tokens=cfg.max_tokens,
-            temperature=cfg.temperature,
-            parse_retries=cfg.parse_retries,
-        )
+        models.append(_direct_model(cfg, meter, limit_chat))
+        inner = DirectJudge(models[0], max_tokens=cfg.max_tokens, parse_retries=cfg.parse_retries)
     emb_url = cfg.embeddings_base_url or cfg.base_url
     emb_key = cfg.embeddings_api_key or cfg.api_key
     emb: BaseRagasEmbedding
     if emb_url == LOCAL_EMBEDDINGS:
         from sleuth.scoring.local_embeddings import local_embeddings
 
-        clients, transports = [http_chat], [t_chat]
+        clients, limits = [http_chat], [limit_chat]
         emb = local_embeddings()
     elif emb_url == cfg.base_url:
-        clients, transports = [http_chat], [t_chat]
+        clients, limits = [http_chat], [limit_chat]
         emb = DirectEmbeddings(http_chat, emb_url, cfg.embeddings_model, api_key=emb_key)
     else:
-        http_emb, t_emb = _http(cfg, meter)
-        clients, transports = [http_chat, http_emb], [t_chat, t_emb]
+        limit_emb = EndpointLimit(cfg.concurrency)
+        http_emb = _http(cfg, meter, limit_emb)
+        clients, limits = [http_chat, http_emb], [limit_chat, limit_emb]
         emb = DirectEmbeddings(http_emb, emb_url, cfg.embeddings_model, api_key=emb_key)
     return JudgeBundle(
         llm=GuardedJudge(inner),
         embeddings=GuardedEmbeddings(emb),
         meter=meter,
         config=cfg,
-        transports=transports,
+        limits=limits,
         _http=clients,
+        _models=models,
     )
 
 

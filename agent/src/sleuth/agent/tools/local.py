@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sleuth.agent.tools.base import Tool, ToolOutput, ToolUnavailable
+from sleuth.agent.tools.build import ServiceConfigError, build_service_tools
 from sleuth.core.api.agent_config import ToolConfig
 from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.core.tools import DEFAULT_SPECS, ToolSpec, sql_description_for
@@ -78,8 +79,6 @@ class LocalTool:
         return self._spec
 
     async def _tool(self) -> Tool:
-        from sleuth.agent.toolservice.build import ServiceConfigError, build_service_tools
-
         async with self._lock:
             if self._inner is None:
                 try:

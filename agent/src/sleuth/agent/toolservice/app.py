@@ -34,8 +34,9 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from sleuth.agent.tools.base import ToolError
+from sleuth.agent.tools.build import ServiceTools
 from sleuth.agent.tools.wire import error_kind, error_to_json, output_to_json
-from sleuth.agent.toolservice.build import ServiceTools, describe
+from sleuth.agent.toolservice.build import describe
 
 _STATUS = {"argument": 422, "unavailable": 503, "error": 500}
 

@@ -1,52 +1,19 @@
-"""Build the tool(s) a tool service serves from its configuration file and environment.
+"""The tool service's configuration file: the ToolBinding's spec, read and validated.
 
 The file is the ToolBinding's spec (camelCase, as the operator renders it: ``name`` and
-``description`` filled in). Credentials come only from the environment of the tool service:
-
-=============================  ==============================================================
-``SLEUTH_SQL_CONNECTION_URI``  PostgreSQL DSN of the SELECT-only role (sql_query, required)
-``SLEUTH_QDRANT_API_KEY``      Qdrant API key (vector_search, optional)
-``SLEUTH_EMBEDDING_API_KEY``   embeddings endpoint key (vector_search, optional)
-``SLEUTH_WEB_SEARCH_API_KEY``  provider key (web_search, optional)
-``SLEUTH_QDRANT_PATH``         one machine: a Qdrant local-mode folder instead of ``url``
-=============================  ==============================================================
-
-A sql_query binding with templates serves one function per template and nothing else: no
-free-form SQL surface at all when templates are configured.
+``description`` filled in); the tools are built from it by :mod:`sleuth.agent.tools.build`, with
+credentials from the environment of the tool service only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from sleuth.agent.tools.base import Tool
+from sleuth.agent.tools.build import ServiceConfigError, ServiceTools
 from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
-
-ReadyCheck = Callable[[], Awaitable[bool]]
-Closer = Callable[[], Awaitable[None]]
-
-
-class ServiceConfigError(ValueError):
-    """The tool service's configuration is invalid or a credential is missing."""
-
-
-@dataclass
-class ServiceTools:
-    """What a tool service serves, how to tell it is ready, and how to close it."""
-
-    kind: str
-    tools: dict[str, Tool]
-    ready: ReadyCheck
-    closers: list[Closer] = field(default_factory=list)
-
-    async def aclose(self) -> None:
-        for close in reversed(self.closers):
-            await close()
 
 
 def load_spec(path: Path) -> ToolBindingSpec:
@@ -58,116 +25,6 @@ def load_spec(path: Path) -> ToolBindingSpec:
         return ToolBindingSpec.model_validate(raw)
     except ValueError as err:
         raise ServiceConfigError(f"{path}: {err}") from None
-
-
-async def _sql(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
-    from sleuth.agent.tools.sql.executor import SqlLimits
-    from sleuth.agent.tools.sql.guard import GuardPolicy
-    from sleuth.agent.tools.sql.templates import template_tools
-    from sleuth.agent.tools.sql.tool import SqlQueryTool, SqlToolConfig, create_pool
-
-    settings = spec.sql_query
-    assert settings is not None
-    dsn = env.get("SLEUTH_SQL_CONNECTION_URI")
-    if not dsn:
-        raise ServiceConfigError(
-            "SLEUTH_SQL_CONNECTION_URI is not set (the SELECT-only role's DSN)"
-        )
-    limits = SqlLimits(
-        max_rows=settings.max_rows,
-        statement_timeout_seconds=float(settings.statement_timeout_seconds),
-    )
-    pool = await create_pool(dsn)
-    tools: dict[str, Tool] = {}
-    if settings.templates:
-        policy = GuardPolicy.of(settings.allowed_tables)
-        for tool in template_tools(pool, list(settings.templates), policy, limits):
-            tools[tool.spec.name] = tool
-    else:
-        config = SqlToolConfig(
-            allowed_tables=tuple(settings.allowed_tables),
-            limits=limits,
-            name=spec.tool_name,
-            description=spec.description,
-        )
-        sql_tool = SqlQueryTool(pool, config)
-        tools[sql_tool.spec.name] = sql_tool
-
-    async def ready() -> bool:
-        try:
-            async with pool.acquire(timeout=2) as conn:
-                return bool(await conn.fetchval("SELECT 1", timeout=2) == 1)
-        except Exception:
-            return False
-
-    return ServiceTools("sql_query", tools, ready, [pool.close])
-
-
-async def _vector(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
-    from sleuth.agent.tools.vector.store import QdrantLocation
-    from sleuth.agent.tools.vector.tool import VectorSearchTool, VectorToolConfig
-    from sleuth.core.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
-
-    settings = spec.vector_search
-    assert settings is not None
-    local_path = env.get("SLEUTH_QDRANT_PATH")
-    location = QdrantLocation(
-        url=None if local_path else settings.url,
-        path=local_path or None,
-        api_key=env.get("SLEUTH_QDRANT_API_KEY"),
-    )
-    embedder: Embedder
-    closers: list[Closer] = []
-    if settings.embedding is not None:
-        remote = OpenAIEmbedder(
-            settings.embedding.endpoint,
-            settings.embedding.model,
-            api_key=env.get("SLEUTH_EMBEDDING_API_KEY"),
-        )
-        closers.append(remote.aclose)
-        embedder = remote
-    else:
-        embedder = LocalEmbedder()
-    client = location.client()
-    closers.append(client.close)
-    config = VectorToolConfig(
-        collection=settings.collection,
-        top_k=settings.top_k,
-        name=spec.tool_name,
-        description=spec.description,
-    )
-    tool = VectorSearchTool(client, embedder, config)
-    return ServiceTools("vector_search", {tool.spec.name: tool}, tool.ready, closers)
-
-
-async def _web(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
-    from sleuth.agent.tools.web.searxng import SearxNG
-    from sleuth.agent.tools.web.tool import WebSearchTool, WebToolConfig
-
-    settings = spec.web_search
-    assert settings is not None
-    provider = SearxNG(
-        settings.url,
-        timeout_seconds=min(5.0, float(spec.timeout_seconds)),
-        api_key=env.get("SLEUTH_WEB_SEARCH_API_KEY"),
-    )
-    config = WebToolConfig(
-        allow_external=settings.allow_external, name=spec.tool_name, description=spec.description
-    )
-    tool = WebSearchTool(provider, config)
-    return ServiceTools("web_search", {tool.spec.name: tool}, tool.ready, [provider.aclose])
-
-
-BUILDERS: dict[str, Callable[[ToolBindingSpec, Mapping[str, str]], Awaitable[ServiceTools]]] = {
-    "sql_query": _sql,
-    "vector_search": _vector,
-    "web_search": _web,
-}
-
-
-async def build_service_tools(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
-    """The tools of one binding, connected (pools and clients open)."""
-    return await BUILDERS[spec.type](spec, env)
 
 
 def describe(tools: ServiceTools) -> list[dict[str, Any]]:

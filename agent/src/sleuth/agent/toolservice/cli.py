@@ -1,7 +1,8 @@
 """``sleuth tool-service --config FILE [--host H] [--port P]``: serve one configured tool.
 
-The config file is the ToolBinding's spec (see :mod:`sleuth.agent.toolservice.build`); its path
-may also come from ``SLEUTH_TOOL_CONFIG``. Credentials come from the environment only.
+The config file is the ToolBinding's spec (see :mod:`sleuth.agent.toolservice.build`; the tools
+are built by :mod:`sleuth.agent.tools.build`); its path may also come from
+``SLEUTH_TOOL_CONFIG``. Credentials come from the environment only.
 """
 
 from __future__ import annotations
@@ -34,13 +35,9 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from sleuth.agent.tools.build import ServiceConfigError, ServiceTools, build_service_tools
     from sleuth.agent.toolservice.app import create_app
-    from sleuth.agent.toolservice.build import (
-        ServiceConfigError,
-        ServiceTools,
-        build_service_tools,
-        load_spec,
-    )
+    from sleuth.agent.toolservice.build import load_spec
 
     if args.config is None:
         print("error: --config (or SLEUTH_TOOL_CONFIG) is required", file=sys.stderr)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sleuth.core.api.crdschema import crd
 from sleuth.core.api.v1alpha1.kinds import KINDS, Kind
 
 BEGIN = "<!-- BEGIN GENERATED REFERENCE (sleuth crds generate) -->"
@@ -55,8 +56,6 @@ def _rules(node: dict[str, Any], path: str) -> list[str]:
 
 
 def kind_reference(kind: Kind) -> str:
-    from sleuth.core.api.crdgen import crd
-
     version = crd(kind)["spec"]["versions"][0]
     root = version["schema"]["openAPIV3Schema"]
     spec = root["properties"]["spec"]

@@ -1,5 +1,8 @@
 """Building a golden dataset from corpus chunks with an LLM behind an OpenAI-compatible endpoint.
 
+The generator is called through the one model client (:mod:`sleuth.core.llm`) in JSON mode; a
+failed call is an :class:`~sleuth.evals.errors.EndpointError`, listed in the report's failures.
+
 1. Stratified sampling of seed chunks: round-robin over (source, section, year) groups, with a
    seeded shuffle, so no single document dominates.
 2. Questions answerable only from the fragment (the seed article's prompt intent), then a
@@ -14,6 +17,7 @@ Every generated case gets its split from its content hash (:mod:`sleuth.evals.sp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 from collections import defaultdict
@@ -21,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
+from sleuth.core.errors import ModelError
+from sleuth.core.llm import OpenAIChatModel
 from sleuth.evals.errors import EndpointError
 from sleuth.evals.golden.cases import NOT_ENOUGH_INFORMATION, GoldenCase
 from sleuth.evals.golden.corpus import Chunk
@@ -118,11 +122,18 @@ def related_groups(chunks: Sequence[Chunk], count: int, seed: int = 7) -> list[l
 
 
 class _Llm:
-    def __init__(
-        self, cfg: GeneratorConfig, client: httpx.AsyncClient, report: BuildReport
-    ) -> None:
-        self.cfg = cfg
-        self.client = client
+    def __init__(self, cfg: GeneratorConfig, report: BuildReport) -> None:
+        self.model = OpenAIChatModel(
+            cfg.base_url,
+            cfg.model,
+            timeout_s=cfg.timeout_s,
+            stream=False,
+            temperature=0.0,
+            max_tokens=cfg.max_tokens,
+            api_key=cfg.api_key,
+            max_connections=max(1, cfg.concurrency),
+            response_format={"type": "json_object"},
+        )
         self.report = report
         self.sem = asyncio.Semaphore(max(1, cfg.concurrency))
 
@@ -132,26 +143,14 @@ class _Llm:
         for _ in range(2):
             async with self.sem:
                 try:
-                    resp = await self.client.post(
-                        self.cfg.base_url.rstrip("/") + "/chat/completions",
-                        headers={"Authorization": f"Bearer {self.cfg.api_key}"},
-                        json={
-                            "model": self.cfg.model,
-                            "temperature": 0,
-                            "max_tokens": self.cfg.max_tokens,
-                            "response_format": {"type": "json_object"},
-                            "messages": [{"role": "user", "content": prompt}],
-                        },
-                    )
-                except httpx.HTTPError as exc:
-                    raise EndpointError(f"generator endpoint: {exc}") from exc
-            if resp.status_code >= 400:
-                raise EndpointError(f"generator HTTP {resp.status_code}: {resp.text[:200]}")
-            body = resp.json()
-            usage = body.get("usage") or {}
-            self.report.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-            self.report.completion_tokens += int(usage.get("completion_tokens") or 0)
-            last = body["choices"][0]["message"].get("content") or ""
+                    turn = await self.model.complete([{"role": "user", "content": prompt}], [])
+                except ModelError as exc:
+                    raise EndpointError(
+                        f"generator endpoint: {exc}", retryable=exc.retryable
+                    ) from exc
+            self.report.prompt_tokens += turn.prompt_tokens
+            self.report.completion_tokens += turn.completion_tokens
+            last = turn.content or ""
             try:
                 data = json.loads(last)
             except json.JSONDecodeError:
@@ -159,6 +158,9 @@ class _Llm:
             if isinstance(data, dict):
                 return data
         raise EndpointError(f"generator reply is not a JSON object: {last[:120]!r}")
+
+    async def aclose(self) -> None:
+        await self.model.aclose()
 
 
 def _case(question: str, reference: str, ids: list[str], stratum: str, pct: int) -> GoldenCase:
@@ -187,8 +189,7 @@ async def build(
     adversarial = rng.sample(list(chunks), min(cfg.adversarial, len(chunks)))
     bar = Progress(len(seeds) + len(groups) + len(adversarial), "golden", enabled=progress)
     pct = cfg.test_percent
-    async with httpx.AsyncClient(timeout=cfg.timeout_s) as client:
-        llm = _Llm(cfg, client, report)
+    async with contextlib.aclosing(_Llm(cfg, report)) as llm:
 
         async def easy(c: Chunk) -> list[GoldenCase]:
             q = await llm.json(QUESTION_PROMPT.format(n=cfg.questions_per_chunk, chunk=c.text))

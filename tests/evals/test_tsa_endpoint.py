@@ -1,0 +1,72 @@
+"""TSA against an endpoint through the one model client: one retry on retryable failures only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sleuth.core.tools import DEFAULT_SPECS
+from sleuth.evals.tsa.cases import TsaCase
+from sleuth.evals.tsa.runner import EndpointConfig, run_cases
+from sleuth.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
+
+pytestmark = pytest.mark.integration
+
+CASE = TsaCase.model_validate(
+    {
+        "id": "a",
+        "query": "What does the runbook say about failover?",
+        "expected": [{"name": "vector_search", "arguments": {"query": [{"$any": True}]}}],
+        "split": "dev",
+    }
+)
+RIGHT = ScriptedResponse(
+    tool_calls=[ScriptedToolCall(name="vector_search", arguments={"query": "failover"})]
+)
+
+
+def answers(*responses: ScriptedResponse) -> Any:
+    """A responder answering the first requests with ``responses``, then the right call."""
+    queue = list(responses)
+
+    def respond(body: dict[str, Any]) -> ScriptedResponse:
+        return queue.pop(0) if queue else RIGHT
+
+    return respond
+
+
+async def score(server: ScriptedServer, timeout_s: float = 10.0) -> Any:
+    cfg = EndpointConfig(base_url=server.url, model="m", timeout_s=timeout_s)
+    return await run_cases([CASE], [DEFAULT_SPECS["vector_search"]], cfg)
+
+
+async def test_a_retryable_failure_is_tried_once_more() -> None:
+    with ScriptedServer(responder=answers(ScriptedResponse(status=503))) as server:
+        run = await score(server)
+        bodies = server.requests()
+    assert [r.passed for r in run.results] == [True]
+    assert run.requests == 2
+    assert len(bodies) == 2
+    assert bodies[0]["tool_choice"] == "auto"
+    assert bodies[0]["temperature"] == 0
+    assert run.completion_tokens > 0
+
+
+async def test_a_refused_request_is_not_retried_and_the_error_is_reported() -> None:
+    refused = ScriptedResponse(status=400, error_message="bad request")
+    with ScriptedServer(responder=answers(refused)) as server:
+        run = await score(server)
+    (result,) = run.results
+    assert not result.passed
+    assert result.error == "ModelResponseError: model server answered 400: bad request"
+    assert run.requests == 1
+
+
+async def test_a_timeout_is_retried_then_reported() -> None:
+    slow = ScriptedResponse(content="late", delay_ms=3000)
+    with ScriptedServer(responder=answers(slow, slow)) as server:
+        run = await score(server, timeout_s=0.3)
+    (result,) = run.results
+    assert result.error == "ModelTimeout: model call timed out after 0.3 s"
+    assert run.requests == 2
