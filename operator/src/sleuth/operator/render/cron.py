@@ -17,6 +17,8 @@ import datetime as dt
 import itertools
 from dataclasses import dataclass
 
+from sleuth.core.errors import ConfigError
+
 MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 WEEKDAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
 _BOUNDS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
@@ -31,7 +33,7 @@ SPAN_START = dt.date(2001, 1, 1)
 SPAN_YEARS = 28
 
 
-class CronError(ValueError):
+class CronError(ConfigError):
     """The schedule cannot be read."""
 
 

@@ -18,6 +18,7 @@ from sleuth.agent.tools.sql.executor import SqlLimits, run_readonly
 from sleuth.agent.tools.sql.guard import CheckedQuery, GuardPolicy, SqlRefused, check_sql
 from sleuth.agent.tools.sql.tool import output_for
 from sleuth.core.api.v1alpha1.toolbinding import SqlParameter, SqlTemplate
+from sleuth.core.errors import ConfigError
 from sleuth.core.tools import ToolSpec
 
 _JSON_TYPES: dict[str, dict[str, Any]] = {
@@ -29,7 +30,7 @@ _JSON_TYPES: dict[str, dict[str, Any]] = {
 }
 
 
-class TemplateConfigError(ValueError):
+class TemplateConfigError(ConfigError):
     """A template is invalid (the guard refused it, or its parameters do not match)."""
 
 
