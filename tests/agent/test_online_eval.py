@@ -161,7 +161,7 @@ def test_judge_down_answers_still_served_and_errors_counted(
 
 def test_slow_judge_times_out_into_the_error_counter(model: ScriptedServer, tmp_path: Path) -> None:
     model.set_scenario(scenario(judge_delay_ms=3000))
-    online = {"sampleRate": 1.0, "timeoutSeconds": 0.5}
+    online = {"sampleRate": 1.0, "timeoutSeconds": 1}  # the judge answers after 3 s
     with AgentProcess(config(model.url, online), tmp_path) as agent:
         ask_ok(agent, 2)
         for metric in ("faithfulness", "answer_relevancy"):

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from chart_testkit import ROOT
 
-from sleuth.operator.leader import LeaderElector, LeaseClient
+from sleuth.core.kube import Kube
+from sleuth.operator.leader import REQUEST_TIMEOUT_SECONDS, LeaderElector, LeaseClient
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -38,7 +39,7 @@ def _eventually(check: Any, timeout: float, what: str) -> Any:
 
 def elector(kube: Any, namespace: str, identity: str, lost: list[str]) -> LeaderElector:
     return LeaderElector(
-        LeaseClient(kube.api, namespace, "sleuth-operator"),
+        LeaseClient(Kube(kube.api, timeout=REQUEST_TIMEOUT_SECONDS), namespace, "sleuth-operator"),
         identity=identity,
         duration=3,
         deadline=2,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
+from sleuth.operator.bindings import bindings_for
 from sleuth.operator.errors import InvalidSpec
-from sleuth.operator.reconcile_agent import bindings_for
 from sleuth.operator.reconcile_common import SecretCheck, parse_spec, secret_conditions
 from sleuth.operator.status import Cond, rollout, settle, status_patch, transitions
 

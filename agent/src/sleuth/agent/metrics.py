@@ -3,7 +3,8 @@
 All series carry an ``agent`` label (the agent's name, ``SLEUTH_AGENT_NAME``: the
 AgentDeployment's name in a cluster) so that one Prometheus can tell agents apart. Each
 :class:`AgentMetrics` owns its registry, served at ``/metrics``; :class:`OnlineEvalMetrics` adds
-the online evaluation's scores and counters to it.
+the online evaluation's scores and counters to it. Names that others query too (the chart's
+dashboard, the operator's rules) come from :mod:`sleuth.core.names`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,19 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from sleuth.agent.trace import Trace
+from sleuth.core.names import (
+    AGENT_ITERATIONS,
+    AGENT_LABEL,
+    AGENT_MODEL_TTFT_SECONDS,
+    AGENT_ONLINE_EVAL_DROPPED,
+    AGENT_REQUEST_SECONDS,
+    AGENT_TOKENS,
+    AGENT_TOOL_CALLS,
+    ANSWER_RELEVANCY_SCORE,
+    FAITHFULNESS_SCORE,
+    SOURCE_LABEL,
+    SOURCE_ONLINE,
+)
 
 _LATENCY = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.5, 5.0, 10.0, 30.0, 60.0)
 _FAST = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -22,21 +36,21 @@ class AgentMetrics:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.request_seconds = Histogram(
-            "sleuth_agent_request_seconds",
+            AGENT_REQUEST_SECONDS,
             "End-to-end latency of agent requests.",
-            ["agent", "endpoint", "outcome"],
+            [AGENT_LABEL, "endpoint", "outcome"],
             buckets=_LATENCY,
             registry=r,
         )
         self.iterations = Histogram(
-            "sleuth_agent_iterations",
+            AGENT_ITERATIONS,
             "Tool iterations per request.",
             ["agent"],
             buckets=tuple(range(0, 11)),
             registry=r,
         )
         self.tool_calls = Counter(
-            "sleuth_agent_tool_calls_total",
+            AGENT_TOOL_CALLS,
             "Tool calls by tool and outcome (ok, cached, error, unavailable, timeout, ...).",
             ["agent", "tool", "outcome"],
             registry=r,
@@ -49,7 +63,7 @@ class AgentMetrics:
             registry=r,
         )
         self.model_ttft_seconds = Histogram(
-            "sleuth_agent_model_ttft_seconds",
+            AGENT_MODEL_TTFT_SECONDS,
             "Model time to first token (streamed calls).",
             ["agent"],
             buckets=_FAST,
@@ -63,7 +77,7 @@ class AgentMetrics:
             registry=r,
         )
         self.tokens = Counter(
-            "sleuth_agent_tokens_total",
+            AGENT_TOKENS,
             "Model tokens by kind (prompt, completion).",
             ["agent", "kind"],
             registry=r,
@@ -127,11 +141,6 @@ class AgentMetrics:
             self.malformed_tool_calls.labels(a).inc(trace.malformed_tool_calls)
 
 
-ONLINE = "online"
-"""``source`` label of the scores the agent computes on live traffic (the operator's are
-``source="eval"``)."""
-
-
 class OnlineEvalMetrics:
     """Online evaluation: score gauges (no series until the first score) and counters.
 
@@ -145,15 +154,15 @@ class OnlineEvalMetrics:
         window = "mean of the last onlineEval.window scored samples of live traffic"
         self.scores = {
             "faithfulness": Gauge(
-                "rag_faithfulness_score",
+                FAITHFULNESS_SCORE,
                 f"RAGAS faithfulness of sampled answers ({window}).",
-                ["agent", "source"],
+                [AGENT_LABEL, SOURCE_LABEL],
                 registry=r,
             ),
             "answer_relevancy": Gauge(
-                "rag_answer_relevancy_score",
+                ANSWER_RELEVANCY_SCORE,
                 f"RAGAS answer relevancy of sampled answers ({window}).",
-                ["agent", "source"],
+                [AGENT_LABEL, SOURCE_LABEL],
                 registry=r,
             ),
         }
@@ -170,7 +179,7 @@ class OnlineEvalMetrics:
             registry=r,
         )
         self.dropped = Counter(
-            "sleuth_agent_online_eval_dropped_total",
+            AGENT_ONLINE_EVAL_DROPPED,
             "Samples dropped because the online-eval queue was full, by metric.",
             ["agent", "metric"],
             registry=r,
@@ -210,5 +219,5 @@ class OnlineEvalMetrics:
                 counter.labels(self.agent, m)
 
     def set_score(self, metric: str, mean: float, samples: int) -> None:
-        self.scores[metric].labels(self.agent, ONLINE).set(mean)
+        self.scores[metric].labels(self.agent, SOURCE_ONLINE).set(mean)
         self.window_samples.labels(self.agent, metric).set(samples)

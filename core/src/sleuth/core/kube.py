@@ -1,8 +1,23 @@
 """The one Kubernetes client of every sleuth package, with one policy for its errors.
 
-- 404: reads return ``None``, deletes succeed (the object is already gone).
+The operator's reconcilers, its leader election and the eval runs' status writer all call the API
+server through :class:`Kube`; callers add their own retry policy on top of these errors.
+
+Credentials (:func:`new_api_client`), the same order for every command:
+
+1. an explicit kubeconfig file (``--kubeconfig``);
+2. in a pod (``KUBERNETES_SERVICE_HOST`` is set): the pod's ServiceAccount;
+3. ``$KUBECONFIG`` (a path, or several separated by ``:``), else ``~/.kube/config``.
+
+None usable: :class:`~sleuth.core.errors.ConfigError` saying why.
+
+Errors:
+
+- 404: reads return ``None``, deletes succeed (the object is already gone), other writes return
+  ``None`` (the object, or its namespace, is gone).
 - 409: :class:`KubeConflict` (retryable). Server-side apply uses ``force``, so it does not
-  conflict with other field managers; only plain writes can.
+  conflict with other field managers; only plain writes can: a create of an existing name, or a
+  write carrying a ``resourceVersion`` that is no longer current (optimistic concurrency).
 - 429, 5xx, timeouts, connection errors: :class:`KubeRetryable`.
 - Any other 4xx: :class:`KubeRejected` (permanent), with the apiserver's message.
 
@@ -24,7 +39,9 @@ import urllib3
 from kubernetes import client
 from kubernetes import config as _config
 
-from sleuth.core.errors import KubeConflict, KubeRejected, KubeRetryable
+from sleuth.core.api.v1alpha1 import kinds
+from sleuth.core.api.v1alpha1.common import API_VERSION
+from sleuth.core.errors import ConfigError, KubeConflict, KubeRejected, KubeRetryable
 
 config: Any = _config  # the kubernetes package has no type hints
 
@@ -57,20 +74,25 @@ class Resource:
         return path
 
 
-AGENT_DEPLOYMENT = Resource("sleuth.dev/v1alpha1", "AgentDeployment", "agentdeployments")
-TOOL_BINDING = Resource("sleuth.dev/v1alpha1", "ToolBinding", "toolbindings")
+def _sleuth(kind: kinds.Kind) -> Resource:
+    return Resource(API_VERSION, kind.kind, kind.plural)
+
+
+AGENT_DEPLOYMENT = _sleuth(kinds.AGENT_DEPLOYMENT)
+TOOL_BINDING = _sleuth(kinds.TOOL_BINDING)
+EVAL_SCHEDULE = _sleuth(kinds.EVAL_SCHEDULE)
 DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
 SERVICE = Resource("v1", "Service", "services")
 CONFIG_MAP = Resource("v1", "ConfigMap", "configmaps")
 SECRET = Resource("v1", "Secret", "secrets")
 EVENT = Resource("v1", "Event", "events")
 NETWORK_POLICY = Resource("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies")
-EVAL_SCHEDULE = Resource("sleuth.dev/v1alpha1", "EvalSchedule", "evalschedules")
 CRON_JOB = Resource("batch/v1", "CronJob", "cronjobs")
 PROMETHEUS_RULE = Resource("monitoring.coreos.com/v1", "PrometheusRule", "prometheusrules")
 SERVICE_ACCOUNT = Resource("v1", "ServiceAccount", "serviceaccounts")
 ROLE = Resource("rbac.authorization.k8s.io/v1", "Role", "roles")
 ROLE_BINDING = Resource("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings")
+LEASE = Resource("coordination.k8s.io/v1", "Lease", "leases")
 
 RESOURCES = {
     (r.api_version, r.kind): r
@@ -89,6 +111,7 @@ RESOURCES = {
         SERVICE_ACCOUNT,
         ROLE,
         ROLE_BINDING,
+        LEASE,
     )
 }
 
@@ -99,20 +122,32 @@ def resource_of(manifest: dict[str, Any]) -> Resource:
 
 
 def new_api_client(kubeconfig: str | None = None) -> Any:
-    """An API client from a kubeconfig file (or $KUBECONFIG), else the in-cluster config."""
+    """An API client with the credentials found first, in the order of the module docstring:
+    ``kubeconfig``, else in-cluster, else ``$KUBECONFIG`` or ``~/.kube/config``."""
     try:
-        return config.new_client_from_config(config_file=kubeconfig)
-    except config.ConfigException:
-        config.load_incluster_config()
-        return client.ApiClient()
+        if kubeconfig:
+            return config.new_client_from_config(config_file=kubeconfig)
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            configuration = client.Configuration()
+            config.load_incluster_config(client_configuration=configuration)
+            return client.ApiClient(configuration)
+        # read now, not when the kubernetes package was imported
+        return config.new_client_from_config(
+            config_file=os.environ.get("KUBECONFIG") or "~/.kube/config"
+        )
+    except (config.ConfigException, OSError, ValueError) as err:
+        raise ConfigError(f"no Kubernetes credentials: {err}") from None
 
 
 class Kube:
-    """Typed, minimal access to the API server for the reconcilers."""
+    """Typed, minimal access to the API server; ``timeout`` bounds each request (seconds)."""
 
-    def __init__(self, api: Any, field_manager: str = FIELD_MANAGER) -> None:
+    def __init__(
+        self, api: Any, field_manager: str = FIELD_MANAGER, timeout: float = TIMEOUT_SECONDS
+    ) -> None:
         self.api: Any = api
         self.field_manager = field_manager
+        self.timeout = timeout
 
     def _request(
         self,
@@ -135,7 +170,7 @@ class Kube:
                 auth_settings=["BearerToken"],
             )
             response: Any = self.api.call_api(
-                method, url, headers, body, post, _request_timeout=TIMEOUT_SECONDS
+                method, url, headers, body, post, _request_timeout=self.timeout
             )
             response.read()
         except (urllib3.exceptions.HTTPError, OSError, client.ApiException) as err:
@@ -154,9 +189,12 @@ class Kube:
             raise KubeRetryable(f"{method} {path}: HTTP {status}: {message}")
         raise KubeRejected(status, f"{method} {path}: {message}")
 
-    def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
-        """The object, or None when it does not exist."""
-        return self._request("GET", resource.path(namespace, name))
+    def get(
+        self, resource: Resource, namespace: str, name: str, sub: str | None = None
+    ) -> dict[str, Any] | None:
+        """The object (read through subresource ``sub``, e.g. ``status``), or None when it does
+        not exist."""
+        return self._request("GET", resource.path(namespace, name, sub))
 
     def list(
         self, resource: Resource, namespace: str | None, label_selector: str | None = None
@@ -194,20 +232,37 @@ class Kube:
         return any(r.get("name") == resource.plural for r in (found or {}).get("resources", []))
 
     def patch_status(
-        self, resource: Resource, namespace: str, name: str, status: dict[str, Any]
-    ) -> None:
-        """Merge-patch the status subresource (keys set to None are removed)."""
-        self._request(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        status: dict[str, Any],
+        resource_version: str | None = None,
+    ) -> dict[str, Any] | None:
+        """Merge-patch the status subresource (keys set to None are removed); the object as
+        written, None when it is gone. With ``resource_version``, only if the object is still
+        at that version (else :class:`KubeConflict`)."""
+        body: dict[str, Any] = {"status": status}
+        if resource_version is not None:
+            body["metadata"] = {"resourceVersion": resource_version}
+        return self._request(
             "PATCH",
             resource.path(namespace, name, "status"),
-            body={"status": status},
+            body=body,
             content_type="application/merge-patch+json",
         )
 
     def create(self, manifest: dict[str, Any]) -> dict[str, Any] | None:
-        """Create an object (used for Events)."""
+        """Create an object (Events, Leases); :class:`KubeConflict` when the name is taken."""
         path = resource_of(manifest).path(manifest["metadata"]["namespace"])
         return self._request("POST", path, body=manifest)
+
+    def replace(self, manifest: dict[str, Any]) -> dict[str, Any] | None:
+        """PUT the whole object; with its ``metadata.resourceVersion`` it succeeds only if nobody
+        wrote since that read (else :class:`KubeConflict`). None when the object is gone."""
+        meta = manifest["metadata"]
+        path = resource_of(manifest).path(meta["namespace"], meta["name"])
+        return self._request("PUT", path, body=manifest)
 
 
 def _message(text: str) -> str:
@@ -223,10 +278,14 @@ def _message(text: str) -> str:
 __all__ = [
     "AGENT_DEPLOYMENT",
     "CONFIG_MAP",
+    "CRON_JOB",
     "DEPLOYMENT",
+    "EVAL_SCHEDULE",
     "EVENT",
     "FIELD_MANAGER",
+    "LEASE",
     "NETWORK_POLICY",
+    "PROMETHEUS_RULE",
     "ROLE",
     "ROLE_BINDING",
     "SECRET",

@@ -38,7 +38,6 @@ from sleuth.core.api.v1alpha1.evalschedule import (
 )
 from sleuth.evals.errors import EvalError
 
-GROUP, VERSION, PLURAL = "sleuth.dev", "v1alpha1", "evalschedules"
 STATUS_ENV = "SLEUTH_EVAL_STATUS"
 RUN_ID_ENV = "SLEUTH_EVAL_RUN_ID"
 EXPECT_PARTS_ENV = "SLEUTH_EVAL_EXPECT_PARTS"

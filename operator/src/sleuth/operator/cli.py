@@ -8,8 +8,8 @@ from typing import Any
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.kubeconfig:
-        os.environ["KUBECONFIG"] = args.kubeconfig
+    if args.kubeconfig:  # read by sleuth.operator.handlers; first in sleuth.core.kube's order
+        os.environ["SLEUTH_OPERATOR_KUBECONFIG"] = args.kubeconfig
     if args.image:
         os.environ["SLEUTH_IMAGE"] = args.image
     if args.model_image:
@@ -24,7 +24,6 @@ def _run(args: argparse.Namespace) -> int:
     from kopf._core.engines.peering import Identity  # a NewType of str, not re-exported
 
     import sleuth.operator.handlers  # noqa: F401  (registers the handlers)
-
     from sleuth.operator.leader import default_identity, lead
 
     kopf.configure(verbose=args.verbose)
@@ -32,7 +31,12 @@ def _run(args: argparse.Namespace) -> int:
     # a passwd entry (the image's 65532 in a pod with no USER/LOGNAME): name ourselves instead.
     identity = default_identity()
     if args.leader_election_lease:
-        lead(args.leader_election_lease, args.leader_election_namespace, args.liveness)
+        lead(
+            args.leader_election_lease,
+            args.leader_election_namespace,
+            args.liveness,
+            args.kubeconfig,
+        )
     namespaces = args.namespace or []
     if namespaces:
         from sleuth.operator.scope import restrict_to_namespaces
@@ -52,7 +56,11 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "operator", help="run the operator that reconciles AgentDeployments and ToolBindings"
     )
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster)")
+    parser.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: in-cluster when KUBERNETES_SERVICE_HOST is set, else "
+        "$KUBECONFIG or ~/.kube/config)",
+    )
     parser.add_argument(
         "--namespace",
         action="append",

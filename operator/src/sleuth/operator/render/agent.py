@@ -78,7 +78,7 @@ def retrieval_embedding(bindings: list[Binding]) -> EmbeddingSpec | None:
     That of the first vector_search binding naming one (``spec.vectorSearch.embedding``) that
     needs no API key: a tool's credentials live only in its tool service, never in the agent or
     the eval pods, so an endpoint behind a key is not shared. ``bindings`` come oldest first, as
-    :func:`~sleuth.operator.reconcile_agent.bindings_for` returns them (the oldest binding also
+    :func:`~sleuth.operator.bindings.bindings_for` returns them (the oldest binding also
     wins a tool-name clash). None without one.
     """
     for b in bindings:
@@ -132,7 +132,7 @@ def online_eval_config(
         queue_size=online.queue_size,
         concurrency=online.concurrency,
         window=online.window,
-        timeout_seconds=float(online.timeout_seconds),
+        timeout_seconds=online.timeout_seconds,
     )
 
 
@@ -162,7 +162,7 @@ def agent_config(
         model=ModelEndpointConfig(
             endpoint=AnyHttpUrl(model_endpoint(owner, spec.model, settings)),
             served_model_name=spec.model.effective_served_name,
-            timeout_seconds=float(min(agent.request_timeout_seconds, 600)),
+            timeout_seconds=min(agent.request_timeout_seconds, 600),
             api_key_env=MODEL_API_KEY_ENV if spec.model.api_key_secret_ref else None,
         ),
         tools=tools,

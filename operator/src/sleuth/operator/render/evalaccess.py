@@ -9,6 +9,7 @@ a run there (read-modify-write guarded by resourceVersion).
 from __future__ import annotations
 
 from sleuth.core.api.v1alpha1.common import GROUP
+from sleuth.core.api.v1alpha1.kinds import EVAL_SCHEDULE
 from sleuth.operator.render.meta import Manifest, Owner, metadata
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
@@ -37,13 +38,13 @@ def render_eval_role(owner: Owner, agent: str) -> Manifest:
         "rules": [
             {
                 "apiGroups": [GROUP],
-                "resources": ["evalschedules"],
+                "resources": [EVAL_SCHEDULE.plural],
                 "resourceNames": [owner.name],
                 "verbs": ["get"],
             },
             {
                 "apiGroups": [GROUP],
-                "resources": ["evalschedules/status"],
+                "resources": [f"{EVAL_SCHEDULE.plural}/status"],
                 "resourceNames": [owner.name],
                 "verbs": ["get", "patch"],
             },

@@ -22,14 +22,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleSpec, Thresholds
+from sleuth.core.names import (
+    AGENT_LABEL,
+    ANSWER_RELEVANCY_SCORE,
+    CONTEXT_PRECISION_SCORE,
+    CONTEXT_RECALL_SCORE,
+    FAITHFULNESS_SCORE,
+    FORM_LABEL,
+    FORM_SIMPLE,
+    LAST_RUN_FAILED,
+    LAST_SUCCESS_TIMESTAMP,
+    SCHEDULE_LABELS,
+    SOURCE_LABEL,
+    SOURCE_ONLINE,
+    TOOL_SELECTION_ACCURACY,
+)
 from sleuth.operator.render.cron import longest_gap_seconds
 from sleuth.operator.render.meta import Manifest, Owner, RenderSettings, metadata
 
 FAILING_ALERT = "RAGEvalFailing"
 STALE_ALERT = "RAGEvalStale"
-LAST_RUN_FAILED = "sleuth_eval_last_run_failed"
-LAST_SUCCESS = "sleuth_eval_last_success_timestamp_seconds"
-ONLINE = "online"
 _UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 
 
@@ -57,29 +69,27 @@ class ScoreAlert:
 
 SCORE_ALERTS: tuple[ScoreAlert, ...] = (
     ScoreAlert(
-        "faithfulness", "RAGFaithfulnessLow", "rag_faithfulness_score", "faithfulness", online=True
+        "faithfulness", "RAGFaithfulnessLow", FAITHFULNESS_SCORE, "faithfulness", online=True
     ),
     ScoreAlert(
         "answerRelevancy",
         "RAGAnswerRelevancyLow",
-        "rag_answer_relevancy_score",
+        ANSWER_RELEVANCY_SCORE,
         "answer relevancy",
         online=True,
     ),
     ScoreAlert(
         "contextPrecision",
         "RAGContextPrecisionLow",
-        "rag_context_precision_score",
+        CONTEXT_PRECISION_SCORE,
         "context precision",
-        (("form", "simple"),),
+        ((FORM_LABEL, FORM_SIMPLE),),
     ),
-    ScoreAlert(
-        "contextRecall", "RAGContextRecallLow", "rag_context_recall_score", "context recall"
-    ),
+    ScoreAlert("contextRecall", "RAGContextRecallLow", CONTEXT_RECALL_SCORE, "context recall"),
     ScoreAlert(
         "toolSelectionAccuracy",
         "AgentToolSelectionAccuracyLow",
-        "agent_tool_selection_accuracy",
+        TOOL_SELECTION_ACCURACY,
         "tool selection accuracy",
     ),
 )
@@ -126,7 +136,8 @@ def stale_after_seconds(spec: EvalScheduleSpec) -> float | None:
 
 
 def _selector(owner: Owner, agent: str, *extra: str) -> str:
-    pairs = [f'namespace="{owner.namespace}"', f'agent="{agent}"', f'eval_schedule="{owner.name}"']
+    values = (owner.namespace, agent, owner.name)
+    pairs = [f'{k}="{v}"' for k, v in zip(SCHEDULE_LABELS, values, strict=True)]
     return ", ".join([*pairs, *extra])
 
 
@@ -148,7 +159,7 @@ def _score_rule(
     threshold = a.threshold(spec.thresholds)
     window, hold = spec.alerts.window, spec.alerts.for_
     extra = [f'{k}="{v}"' for k, v in a.extra_selector]
-    selector = _selector(owner, agent, *extra, f'source!="{ONLINE}"')
+    selector = _selector(owner, agent, *extra, f'{SOURCE_LABEL}!="{SOURCE_ONLINE}"')
     return {
         "alert": a.alert,
         "expr": f"avg_over_time({a.series}{{{selector}}}[{window}]) < {threshold:g}",
@@ -170,13 +181,14 @@ def _online_rule(
 ) -> Manifest:
     threshold = a.threshold(spec.thresholds)
     window, hold = spec.alerts.window, spec.alerts.for_
-    selector = f'namespace="{owner.namespace}", agent="{agent}", source="{ONLINE}"'
+    online = f'{SOURCE_LABEL}="{SOURCE_ONLINE}"'
+    selector = f'namespace="{owner.namespace}", {AGENT_LABEL}="{agent}", {online}'
     return {
         "alert": a.alert,
-        "expr": f"avg by (namespace, agent) (avg_over_time({a.series}{{{selector}}}[{window}]))"
-        f" < {threshold:g}",
+        "expr": f"avg by (namespace, {AGENT_LABEL}) "
+        f"(avg_over_time({a.series}{{{selector}}}[{window}])) < {threshold:g}",
         "for": hold,
-        "labels": _labels(owner, spec, source=ONLINE),
+        "labels": _labels(owner, spec, **{SOURCE_LABEL: SOURCE_ONLINE}),
         "annotations": _annotations(
             a.alert,
             f"{a.what.capitalize()} of agent {owner.namespace}/{agent} on live traffic is "
@@ -215,7 +227,7 @@ def _stale_rule(
     where, after = f"{owner.namespace}/{owner.name}", human_duration(seconds)
     return {
         "alert": STALE_ALERT,
-        "expr": f"time() - {LAST_SUCCESS}{{{_selector(owner, agent)}}} > {seconds:g}",
+        "expr": f"time() - {LAST_SUCCESS_TIMESTAMP}{{{_selector(owner, agent)}}} > {seconds:g}",
         "labels": _labels(owner, spec),
         "annotations": _annotations(
             STALE_ALERT,

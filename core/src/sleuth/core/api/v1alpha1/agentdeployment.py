@@ -12,6 +12,14 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from sleuth.core.api.fields import (
+    CacheTtlSeconds,
+    MaxConcurrentRequests,
+    MaxIterations,
+    ModelName,
+    RequestTimeoutSeconds,
+    SystemPrompt,
+)
 from sleuth.core.api.v1alpha1.common import Condition, Resources, SecretKeyRef, SpecModel
 from sleuth.core.api.v1alpha1.onlineeval import (  # re-exported: spec.agent.onlineEval lives there
     OnlineEvalEmbeddings,
@@ -23,6 +31,12 @@ from sleuth.core.api.v1alpha1.parsers import (
     ToolCallParser,
     derive_tool_call_parser,
     family_rule,
+)
+from sleuth.core.names import (
+    ANSWER_RELEVANCY_SCORE,
+    FAITHFULNESS_SCORE,
+    SOURCE_LABEL,
+    SOURCE_ONLINE,
 )
 
 DEFAULT_VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.11.0"
@@ -158,10 +172,8 @@ class ModelSpec(SpecModel):
         description="Hugging Face model id served with vLLM, e.g. "
         "meta-llama/Llama-3.1-70B-Instruct. Exclusive with endpoint.",
     )
-    served_model_name: str | None = Field(
+    served_model_name: ModelName | None = Field(
         default=None,
-        min_length=1,
-        max_length=256,
         description="Model name clients send (vLLM --served-model-name). Defaults to name; "
         "required with endpoint.",
     )
@@ -283,40 +295,35 @@ class AgentSpec(SpecModel):
         max_length=512,
         description="sleuth image running `sleuth agent`; defaults to the operator's own image.",
     )
-    max_iterations: int = Field(
-        default=5, ge=1, le=10, description="Model turns allowed per request (1-10)."
+    max_iterations: MaxIterations = Field(
+        default=5, description="Model turns allowed per request (1-10)."
     )
     parallel_tool_calls: bool | None = Field(
         default=None,
         description="Run independent tool calls of one turn concurrently. Defaults to true, "
         "except with the llama3_json parser, which emits one call per turn.",
     )
-    system_prompt: str | None = Field(
+    system_prompt: SystemPrompt | None = Field(
         default=None,
-        max_length=32768,
         description="System prompt; omit for the built-in one (tool-error instructions included).",
     )
-    tool_cache_ttl_seconds: int = Field(
+    tool_cache_ttl_seconds: CacheTtlSeconds = Field(
         default=300,
         alias="toolCacheTTLSeconds",
-        ge=0,
-        le=86400,
         description="TTL of the tool result cache keyed by (tool, arguments); 0 disables it.",
     )
-    request_timeout_seconds: int = Field(
-        default=60, ge=1, le=3600, description="Timeout of one whole request (all iterations)."
+    request_timeout_seconds: RequestTimeoutSeconds = Field(
+        default=60, description="Timeout of one whole request (all iterations)."
     )
-    max_concurrent_requests: int = Field(
+    max_concurrent_requests: MaxConcurrentRequests = Field(
         default=64,
-        ge=1,
-        le=10000,
         description="Requests served at once per replica; beyond it the API answers 429.",
     )
     online_eval: OnlineEvalSpec = Field(
         default_factory=OnlineEvalSpec,
         description="Online evaluation: a sampled share of answered requests scored by a judge "
-        "off the request path, exported as rag_faithfulness_score and "
-        'rag_answer_relevancy_score{source="online"} on the agent\'s /metrics.',
+        f"off the request path, exported as {FAITHFULNESS_SCORE} and "
+        f'{ANSWER_RELEVANCY_SCORE}{{{SOURCE_LABEL}="{SOURCE_ONLINE}"}} on the agent\'s /metrics.',
         json_schema_extra={"default": {}},
     )
     resources: Resources | None = Field(

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from sleuth.core.api.fields import ModelName
 from sleuth.core.api.v1alpha1.common import (
     DNS_NAME,
     LocalObjectRef,
@@ -164,7 +165,7 @@ class JudgeSpec(SpecModel):
         pattern=URL_PATTERN,
         description="Base URL of the judge's API, including /v1.",
     )
-    model: str = Field(min_length=1, max_length=256, description="Model name sent to the judge.")
+    model: ModelName = Field(description="Model name sent to the judge.")
     api_key_secret_ref: SecretKeyRef | None = Field(
         default=None, description="Secret key holding the judge's API key, if needed."
     )

@@ -6,18 +6,26 @@ agent's ``sleuth.agent.onlineeval`` does the sampling and scoring.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field, model_validator
 
+from sleuth.core.api.fields import (
+    EmbeddingsSource,
+    ModelCallTimeoutSeconds,
+    ModelName,
+    SampleRate,
+    ScoreWindow,
+    ScoringConcurrency,
+    ScoringQueueSize,
+)
 from sleuth.core.api.v1alpha1.common import SpecModel
 from sleuth.core.api.v1alpha1.evalschedule import URL_PATTERN, JudgeSpec
+from sleuth.core.names import AGENT_ONLINE_EVAL_DROPPED
 
 
 class OnlineEvalEmbeddings(SpecModel):
     """Where answer relevancy gets its embeddings (it compares questions by cosine)."""
 
-    source: Literal["judge", "local", "endpoint"] = Field(
+    source: EmbeddingsSource = Field(
         default="judge",
         description="judge: the judge's own /embeddings (a chat-model vLLM serves none); local: "
         "all-MiniLM-L6-v2 inside the agent pod (CPU; the sleuth image carries it); endpoint: the "
@@ -29,12 +37,7 @@ class OnlineEvalEmbeddings(SpecModel):
         pattern=URL_PATTERN,
         description="Base URL (with /v1) of the embeddings server; only with source: endpoint.",
     )
-    model: str = Field(
-        default="embedding",
-        min_length=1,
-        max_length=256,
-        description="Model name sent to /embeddings.",
-    )
+    model: ModelName = Field(default="embedding", description="Model name sent to /embeddings.")
 
     @model_validator(mode="after")
     def _endpoint_for_endpoint(self) -> OnlineEvalEmbeddings:
@@ -53,10 +56,8 @@ class OnlineEvalSpec(SpecModel):
     the judge, with the metrics of the scheduled evaluation.
     """
 
-    sample_rate: float = Field(
+    sample_rate: SampleRate = Field(
         default=0.05,
-        ge=0,
-        le=1,
         description="Fraction (0-1) of answered requests scored online; 0 turns it off.",
     )
     judge: JudgeSpec | None = Field(
@@ -69,24 +70,20 @@ class OnlineEvalSpec(SpecModel):
         "(spec.vectorSearch.embedding; a tool's key never leaves its tool service), else local "
         "(the model the tool service embeds with by default).",
     )
-    queue_size: int = Field(
+    queue_size: ScoringQueueSize = Field(
         default=100,
-        ge=1,
-        le=10000,
         description="Sampled answers waiting for the judge; beyond it new samples are dropped "
-        "(counted in sleuth_agent_online_eval_dropped_total).",
+        f"(counted in {AGENT_ONLINE_EVAL_DROPPED}).",
     )
-    concurrency: int = Field(
-        default=2, ge=1, le=64, description="Samples scored at once per agent pod."
+    concurrency: ScoringConcurrency = Field(
+        default=2, description="Samples scored at once per agent pod."
     )
-    window: int = Field(
+    window: ScoreWindow = Field(
         default=50,
-        ge=1,
-        le=10000,
         description="The exported scores are the mean of this many last scored samples.",
     )
-    timeout_seconds: int = Field(
-        default=60, ge=1, le=600, description="Timeout of one judge request, in seconds."
+    timeout_seconds: ModelCallTimeoutSeconds = Field(
+        default=60, description="Timeout of one judge request, in seconds."
     )
 
 

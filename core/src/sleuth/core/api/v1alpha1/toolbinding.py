@@ -10,6 +10,14 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, JsonValue, model_validator
 
+from sleuth.core.api.fields import (
+    BoundToolType,
+    CacheTtlSeconds,
+    ModelName,
+    ToolDescription,
+    ToolName,
+    ToolTimeoutSeconds,
+)
 from sleuth.core.api.v1alpha1.common import (
     Condition,
     LocalObjectRef,
@@ -18,7 +26,7 @@ from sleuth.core.api.v1alpha1.common import (
     SpecModel,
 )
 
-ToolType = Literal["vector_search", "sql_query", "web_search"]
+ToolType = BoundToolType
 
 # type → the spec field holding that type's settings.
 TYPE_FIELDS: dict[str, str] = {
@@ -39,9 +47,7 @@ class EmbeddingSpec(SpecModel):
         pattern=URL_PATTERN,
         description="Base URL of the embeddings API, including /v1.",
     )
-    model: str = Field(
-        min_length=1, max_length=256, description="Embedding model name sent to the endpoint."
-    )
+    model: ModelName = Field(description="Embedding model name sent to the endpoint.")
     api_key_secret_ref: SecretKeyRef | None = Field(
         default=None, description="Secret key holding the embeddings API key, if needed."
     )
@@ -219,26 +225,21 @@ class ToolBindingSpec(SpecModel):
         description="The AgentDeployment (same namespace) this tool is offered to."
     )
     type: ToolType = Field(description="Kind of tool: vector_search, sql_query or web_search.")
-    name: str | None = Field(
+    name: ToolName | None = Field(
         default=None,
-        pattern=r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$",
         description="Function name the model sees; defaults to type. Unique within the agent.",
     )
-    description: str | None = Field(
+    description: ToolDescription | None = Field(
         default=None,
-        min_length=1,
-        max_length=4096,
         description="What the model reads to choose this tool. Defaults to the built-in "
         "description of the type, with its NOT-for exclusions.",
     )
-    timeout_seconds: int = Field(
-        default=10, ge=1, le=300, description="Timeout of one call of this tool."
+    timeout_seconds: ToolTimeoutSeconds = Field(
+        default=10, description="Timeout of one call of this tool."
     )
-    cache_ttl_seconds: int | None = Field(
+    cache_ttl_seconds: CacheTtlSeconds | None = Field(
         default=None,
         alias="cacheTTLSeconds",
-        ge=0,
-        le=86400,
         description="Result cache TTL; 0 disables caching. Defaults to the agent's "
         "toolCacheTTLSeconds.",
     )

@@ -1,0 +1,75 @@
+"""Constrained field types shared by the CRD spec models and the agent's configuration file.
+
+The operator renders the agent's configuration file (:mod:`sleuth.core.api.agent_config`) from
+the AgentDeployment and ToolBinding specs (:mod:`sleuth.core.api.v1alpha1`), so a field the two
+have in common is declared once, here, with the CRD's constraint: the CRD is the contract users
+write against, and the file must accept every value the CRD accepts. Each side keeps its own
+description (and default) on the field; the type and its bounds come from here.
+``tests/core/test_api_fields.py`` fails when a field both sides have differs in type or bounds.
+
+Seconds are whole numbers (``type: integer`` in the CRD, as Kubernetes spells durations in
+``fooSeconds`` fields).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+# Time limits, in whole seconds.
+RequestTimeoutSeconds = Annotated[int, Field(ge=1, le=3600)]
+"""One whole agent request, all its model turns and tool calls included."""
+ModelCallTimeoutSeconds = Annotated[int, Field(ge=1, le=600)]
+"""One call of a model server: the agent's model, or the judge that scores answers."""
+ToolTimeoutSeconds = Annotated[int, Field(ge=1, le=300)]
+"""One call of one tool."""
+CacheTtlSeconds = Annotated[int, Field(ge=0, le=86400)]
+"""How long a tool result is reused; 0 turns the cache off; at most a day."""
+
+# Agent limits.
+MAX_ITERATIONS = 10
+MaxIterations = Annotated[int, Field(ge=1, le=MAX_ITERATIONS)]
+"""Model turns allowed per request."""
+MaxConcurrentRequests = Annotated[int, Field(ge=1, le=10000)]
+"""Requests one agent replica serves at once (beyond: 429)."""
+SystemPrompt = Annotated[str, Field(max_length=32768)]
+
+# Names sent to model servers and shown to the model.
+ModelName = Annotated[str, Field(min_length=1, max_length=256)]
+"""A model name as a server takes it in the ``model`` field (vLLM's --served-model-name)."""
+ToolName = Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")]
+"""A function name the model sees."""
+ToolDescription = Annotated[str, Field(min_length=1, max_length=4096)]
+"""What the model reads to choose a tool."""
+BoundToolType = Literal["vector_search", "sql_query", "web_search"]
+"""The tool types a ToolBinding runs as a tool service (the file adds in-process ``custom``)."""
+
+# Online evaluation of live traffic.
+SampleRate = Annotated[float, Field(ge=0, le=1)]
+"""Fraction of answered requests scored; 0 turns online evaluation off."""
+ScoringQueueSize = Annotated[int, Field(ge=1, le=10000)]
+ScoringConcurrency = Annotated[int, Field(ge=1, le=64)]
+ScoreWindow = Annotated[int, Field(ge=1, le=10000)]
+"""Scored samples averaged into an exported score."""
+EmbeddingsSource = Literal["judge", "local", "endpoint"]
+
+__all__ = [
+    "MAX_ITERATIONS",
+    "BoundToolType",
+    "CacheTtlSeconds",
+    "EmbeddingsSource",
+    "MaxConcurrentRequests",
+    "MaxIterations",
+    "ModelCallTimeoutSeconds",
+    "ModelName",
+    "RequestTimeoutSeconds",
+    "SampleRate",
+    "ScoreWindow",
+    "ScoringConcurrency",
+    "ScoringQueueSize",
+    "SystemPrompt",
+    "ToolDescription",
+    "ToolName",
+    "ToolTimeoutSeconds",
+]
