@@ -114,4 +114,11 @@ def test_toolbinding_columns_and_rules() -> None:
     spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     assert spec["properties"]["type"]["enum"] == ["vector_search", "sql_query", "web_search"]
     assert spec["properties"]["sqlQuery"]["properties"]["allowedTables"]["minItems"] == 1
-    assert len(spec["x-kubernetes-validations"]) == 3
+    rules = [r["rule"] for r in spec["x-kubernetes-validations"]]
+    assert len(rules) == 4  # type ↔ settings for each of the 3 types, embedded store replicas
+    assert any("vectorSearch.embedded" in r and "replicas <= 1" in r for r in rules)
+    vector = spec["properties"]["vectorSearch"]
+    assert [r["rule"] for r in vector["x-kubernetes-validations"]] == [
+        "has(self.url) != has(self.embedded)"
+    ]
+    assert "required" not in vector or "url" not in vector["required"]

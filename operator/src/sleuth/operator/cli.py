@@ -12,6 +12,16 @@ def _run(args: argparse.Namespace) -> int:
         os.environ["SLEUTH_OPERATOR_KUBECONFIG"] = args.kubeconfig
     if args.image:
         os.environ["SLEUTH_IMAGE"] = args.image
+    if args.workload_placement:
+        from sleuth.operator.handlers import workload_placement
+
+        try:
+            workload_placement(args.workload_placement)
+        except (ValueError, AttributeError, TypeError) as err:
+            raise SystemExit(
+                f"sleuth operator: --workload-placement: not valid JSON: {err}"
+            ) from None
+        os.environ["SLEUTH_WORKLOAD_PLACEMENT"] = args.workload_placement
     if args.model_image:
         os.environ["SLEUTH_MODEL_IMAGE"] = args.model_image
     os.environ["SLEUTH_RESYNC_SECONDS"] = str(args.resync_seconds)
@@ -73,6 +83,11 @@ def register(subparsers: Any) -> None:
         "--model-image",
         help="vLLM image for model servers whose spec.model.image is empty "
         "(default: $SLEUTH_MODEL_IMAGE, else the pinned vLLM release)",
+    )
+    parser.add_argument(
+        "--workload-placement",
+        help='JSON {"nodeSelector": {...}, "tolerations": [...]} for the pods of agents, tool '
+        "services and eval jobs (vLLM pods keep their GPU placement)",
     )
     parser.add_argument(
         "--resync-seconds",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import os
 import threading
@@ -76,7 +77,22 @@ def settings_from_env() -> RenderSettings:
         sleuth_image=os.environ.get("SLEUTH_IMAGE") or defaults.sleuth_image,
         model_image=os.environ.get("SLEUTH_MODEL_IMAGE") or defaults.model_image,
         runbook_base_url=os.environ.get("SLEUTH_RUNBOOK_BASE_URL") or defaults.runbook_base_url,
+        **workload_placement(os.environ.get("SLEUTH_WORKLOAD_PLACEMENT", "")),
     )
+
+
+def workload_placement(text: str) -> dict[str, Any]:
+    """``--workload-placement`` JSON (``{"nodeSelector": {...}, "tolerations": [...]}``) as
+    RenderSettings fields; empty text: none."""
+    if not text:
+        return {}
+    placement = json.loads(text)
+    return {
+        "workload_node_selector": {
+            str(k): str(v) for k, v in placement.get("nodeSelector", {}).items()
+        },
+        "workload_tolerations": list(placement.get("tolerations", [])),
+    }
 
 
 def _ctx() -> Context:

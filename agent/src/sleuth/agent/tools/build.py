@@ -18,6 +18,7 @@ free-form SQL surface at all when templates are configured.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -94,11 +95,21 @@ async def _sql(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
 async def _vector(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
     from sleuth.agent.tools.vector.store import QdrantLocation
     from sleuth.agent.tools.vector.tool import VectorSearchTool, VectorToolConfig
+    from sleuth.core.api.v1alpha1.toolbinding import EMBEDDED_QDRANT_MOUNT
     from sleuth.core.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
 
     settings = spec.vector_search
     assert settings is not None
     local_path = env.get("SLEUTH_QDRANT_PATH")
+    if not local_path and settings.embedded is not None:
+        local_path = f"{EMBEDDED_QDRANT_MOUNT}/{settings.embedded.path}"
+        # Serving never creates a store: an empty claim means the ingest Job has not run.
+        if not os.path.isdir(os.path.join(local_path, "collection")):  # noqa: ASYNC240  (once, at start)
+            raise ServiceConfigError(
+                f"vectorSearch.embedded: no Qdrant store at {local_path} (claim "
+                f"{settings.embedded.claim_name}, path {settings.embedded.path}); fill it with "
+                "`sleuth ingest --qdrant-path` first"
+            )
     location = QdrantLocation(
         url=None if local_path else settings.url,
         path=local_path or None,

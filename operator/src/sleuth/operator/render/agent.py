@@ -234,6 +234,7 @@ def render_agent(
         config_data=data,
         container=container,
         port=settings.agent_port,
+        settings=settings,
     )
     return [configmap, deployment, service]
 

@@ -31,6 +31,7 @@ from sleuth.operator.render.meta import (
     hardened_container,
     hardened_pod,
     metadata,
+    place_workload,
     resources,
     secret_env,
     service_url,
@@ -265,18 +266,21 @@ def render_eval_cronjob(
                     **job,
                     "template": {
                         "metadata": {"labels": meta["labels"]},
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "serviceAccountName": eval_account_name(owner.name),
-                            "automountServiceAccountToken": True,
-                            "securityContext": hardened_pod(),
-                            "containers": containers,
-                            "volumes": [
-                                _dataset_volume(spec),
-                                {"name": "results", "emptyDir": {}},
-                                {"name": "tmp", "emptyDir": {}},
-                            ],
-                        },
+                        "spec": place_workload(
+                            {
+                                "restartPolicy": "Never",
+                                "serviceAccountName": eval_account_name(owner.name),
+                                "automountServiceAccountToken": True,
+                                "securityContext": hardened_pod(),
+                                "containers": containers,
+                                "volumes": [
+                                    _dataset_volume(spec),
+                                    {"name": "results", "emptyDir": {}},
+                                    {"name": "tmp", "emptyDir": {}},
+                                ],
+                            },
+                            settings,
+                        ),
                     },
                 },
             },

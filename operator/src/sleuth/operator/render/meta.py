@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
@@ -55,6 +55,19 @@ class RenderSettings:
     model_port: int = 8000
     cluster_domain: str = "cluster.local"
     runbook_base_url: str = DEFAULT_RUNBOOK_BASE_URL  # <base>/<AlertName>.md
+    # Where the CPU workloads (agents, tool services, eval jobs) run: the chart's
+    # workloads.nodeSelector and workloads.tolerations. vLLM pods keep their GPU placement.
+    workload_node_selector: dict[str, str] = field(default_factory=dict)
+    workload_tolerations: list[dict[str, Any]] = field(default_factory=list)
+
+
+def place_workload(pod_spec: Manifest, settings: RenderSettings) -> Manifest:
+    """Add the operator-wide CPU placement to a pod spec (nothing when none is set)."""
+    if settings.workload_node_selector:
+        pod_spec["nodeSelector"] = dict(sorted(settings.workload_node_selector.items()))
+    if settings.workload_tolerations:
+        pod_spec["tolerations"] = copy.deepcopy(settings.workload_tolerations)
+    return pod_spec
 
 
 def selector_labels(component: Component, instance: str) -> dict[str, str]:
@@ -178,6 +191,7 @@ def configured_workload(
     config_data: Any,
     container: Manifest,
     port: int,
+    settings: RenderSettings,
 ) -> tuple[Manifest, Manifest]:
     """A Deployment running ``container`` with the ConfigMap ``name`` mounted, and its Service.
 
@@ -196,15 +210,18 @@ def configured_workload(
                     "labels": pod_labels,
                     "annotations": {CONFIG_HASH_ANNOTATION: config_hash(config_data)},
                 },
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "securityContext": hardened_pod(),
-                    "containers": [container],
-                    "volumes": [
-                        {"name": "config", "configMap": {"name": name}},
-                        {"name": "tmp", "emptyDir": {}},
-                    ],
-                },
+                "spec": place_workload(
+                    {
+                        "automountServiceAccountToken": False,
+                        "securityContext": hardened_pod(),
+                        "containers": [container],
+                        "volumes": [
+                            {"name": "config", "configMap": {"name": name}},
+                            {"name": "tmp", "emptyDir": {}},
+                        ],
+                    },
+                    settings,
+                ),
             },
         },
     }

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from sleuth.core.api.v1alpha1.common import SecretKeyRef
-from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
+from sleuth.core.api.v1alpha1.toolbinding import EMBEDDED_QDRANT_MOUNT, ToolBindingSpec
 from sleuth.core.tools import default_description, sql_description_for
 from sleuth.operator.render.meta import (
     Manifest,
@@ -127,6 +127,9 @@ def render_tool(owner: Owner, spec: ToolBindingSpec, settings: RenderSettings) -
         "livenessProbe": http_probe("/healthz", "http", 10, 3),
         "securityContext": hardened_container(),
     }
+    embedded = spec.vector_search.embedded if spec.vector_search else None
+    if embedded is not None:
+        container["volumeMounts"].append({"name": "qdrant", "mountPath": EMBEDDED_QDRANT_MOUNT})
     deployment, service = configured_workload(
         name,
         metadata(name, owner, "tool", agent),
@@ -136,7 +139,15 @@ def render_tool(owner: Owner, spec: ToolBindingSpec, settings: RenderSettings) -
         config_data=configmap["data"],
         container=container,
         port=settings.tool_port,
+        settings=settings,
     )
+    if embedded is not None:
+        pod = deployment["spec"]["template"]["spec"]
+        pod["volumes"].append(
+            {"name": "qdrant", "persistentVolumeClaim": {"claimName": embedded.claim_name}}
+        )
+        # One process at a time may open the store: never two pods during a rollout.
+        deployment["spec"]["strategy"] = {"type": "Recreate"}
     policy: Manifest = {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",

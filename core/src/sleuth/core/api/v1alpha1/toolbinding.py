@@ -53,11 +53,58 @@ class EmbeddingSpec(SpecModel):
     )
 
 
+# Where the tool service pod mounts an embedded store's claim (renderer and tool service agree).
+EMBEDDED_QDRANT_MOUNT = "/var/lib/sleuth/qdrant"
+
+
+class EmbeddedQdrantSpec(SpecModel):
+    """Qdrant's embedded (local) mode on a PersistentVolumeClaim, instead of a Qdrant server.
+
+    For one tool-service replica and for tests: Qdrant's local mode lets one process open the
+    storage at a time. Fill it with a Job running `sleuth ingest --qdrant-path` on the same claim
+    before the ToolBinding is applied.
+    """
+
+    claim_name: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="PersistentVolumeClaim (same namespace) holding the local-mode storage.",
+    )
+    path: str = Field(
+        default="qdrant",
+        min_length=1,
+        max_length=255,
+        pattern=r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$",
+        description="Folder of the storage inside the claim (relative, no '..').",
+    )
+
+
 class VectorSearchSpec(SpecModel):
     """Semantic search over a Qdrant collection."""
 
-    url: str = Field(
-        max_length=2048, pattern=URL_PATTERN, description="Qdrant URL, e.g. http://qdrant:6333."
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.url) != has(self.embedded)",
+                    "message": "spec.vectorSearch: set exactly one of url (a Qdrant server) and "
+                    "embedded (Qdrant's local mode on a PersistentVolumeClaim)",
+                }
+            ]
+        }
+    )
+
+    url: str | None = Field(
+        default=None,
+        max_length=2048,
+        pattern=URL_PATTERN,
+        description="Qdrant URL, e.g. http://qdrant:6333. Exactly one of url and embedded.",
+    )
+    embedded: EmbeddedQdrantSpec | None = Field(
+        default=None,
+        description="Qdrant's embedded mode on a PersistentVolumeClaim (one replica; tests and "
+        "single-node setups). Exactly one of url and embedded.",
     )
     collection: str = Field(
         min_length=1, max_length=255, description="Qdrant collection holding the documents."
@@ -70,6 +117,15 @@ class VectorSearchSpec(SpecModel):
         default=None,
         description="Embeddings endpoint; omit to use the tool service's built-in local model.",
     )
+
+    @model_validator(mode="after")
+    def _one_store(self) -> VectorSearchSpec:
+        if (self.url is None) == (self.embedded is None):
+            raise ValueError(
+                "spec.vectorSearch: set exactly one of url (a Qdrant server) and embedded "
+                "(Qdrant's local mode on a PersistentVolumeClaim)"
+            )
+        return self
 
 
 class SqlParameter(SpecModel):
@@ -216,10 +272,19 @@ def _type_rules() -> list[JsonValue]:
     ]
 
 
+_EMBEDDED_REPLICAS: dict[str, JsonValue] = {
+    "rule": "!has(self.vectorSearch) || !has(self.vectorSearch.embedded) || self.replicas <= 1",
+    "message": "spec.replicas: an embedded Qdrant store is opened by one process at a time; "
+    "use at most 1 replica, or a Qdrant server (spec.vectorSearch.url)",
+}
+
+
 class ToolBindingSpec(SpecModel):
     """Desired state of a ToolBinding."""
 
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _type_rules()})
+    model_config = ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": [*_type_rules(), _EMBEDDED_REPLICAS]}
+    )
 
     agent_ref: LocalObjectRef = Field(
         description="The AgentDeployment (same namespace) this tool is offered to."
@@ -273,6 +338,12 @@ class ToolBindingSpec(SpecModel):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _embedded_single_replica(self) -> ToolBindingSpec:
+        if self.vector_search and self.vector_search.embedded and self.replicas > 1:
+            raise ValueError(str(_EMBEDDED_REPLICAS["message"]))
+        return self
+
     @property
     def tool_name(self) -> str:
         """The function name the model sees."""
@@ -295,7 +366,9 @@ class ToolBindingStatus(SpecModel):
 
 
 __all__ = [
+    "EMBEDDED_QDRANT_MOUNT",
     "TYPE_FIELDS",
+    "EmbeddedQdrantSpec",
     "EmbeddingSpec",
     "SqlParameter",
     "SqlQuerySpec",
