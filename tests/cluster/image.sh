@@ -104,8 +104,8 @@ exec 9>"$cache/.lock"
 flock 9
 [[ -f "$archive" ]] && finish   # built by the run we waited for
 start=$SECONDS
-rm -rf "$cache"/tmp-*   # left by a run that was killed (we hold the lock: none is running)
-work="$(mktemp -d "$cache/tmp-$name.XXXXXX")"
+rm -rf "$cache"/.tmp-image-sh-*   # left by a killed run (we hold the lock: none is running)
+work="$(mktemp -d "$cache/.tmp-image-sh-$name.XXXXXX")"
 trap 'umount -l "$work/rootfs" 2>/dev/null || true; rm -rf --one-file-system "$work"' EXIT
 
 # Run a command chrooted in ROOTFS, offline: own mount and network namespaces, /proc, a /dev
@@ -142,6 +142,11 @@ in_root() {
   if [[ "$wheels" != - ]]; then rmdir "$root/wheels"; fi
 }
 
+# Run a chatty command with its output in $work/log, shown (the end of it) only if it fails.
+quietly() {
+  "$@" > "$work/log" 2>&1 || { local rc=$?; tail -n 40 "$work/log" >&2; return "$rc"; }
+}
+
 # Keep the newest KEEP entries matching a glob, remove the rest.
 prune() {
   local keep="$1"; shift
@@ -169,7 +174,7 @@ base_key="$(printf '%s\n' "${deb_args[@]}" | short_sha)"
 base="$cache/base-$base_key.tar"
 if [[ ! -f "$base" ]]; then
   log "Debian $IMAGE_SUITE rootfs with $IMAGE_DEB_PACKAGES (mmdebstrap, ~1.5 min)"
-  SOURCE_DATE_EPOCH="$EPOCH" mmdebstrap --quiet "${deb_args[@]}" "$work/base.tar" >&2
+  SOURCE_DATE_EPOCH="$EPOCH" quietly mmdebstrap "${deb_args[@]}" "$work/base.tar"
   mv "$work/base.tar" "$base"
 fi
 touch "$base"   # pruning keeps what was used last
@@ -267,7 +272,8 @@ find "$root/tmp" -mindepth 1 -delete
 
 log "packing $ref"
 "$PYTHON" "$here/image_oci.py" pack "$root" --ref "$ref" --config "$work/config.json" \
-  --out "$work/image.oci.tar" --epoch "$EPOCH" > "$work/packed.json"
+  --out "$work/image.oci.tar" --epoch "$EPOCH" --compress "$IMAGE_LAYER_COMPRESSION" \
+  > "$work/packed.json"
 "$PYTHON" - "$work/packed.json" "$root" "$SECONDS" "$start" "$lock" "${dists[@]}" \
   > "$work/meta.json" <<'PY'
 import json, subprocess, sys

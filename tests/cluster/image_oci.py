@@ -3,6 +3,7 @@
     python3 tests/cluster/image_oci.py config RECIPE            # the OCI config a recipe declares
     python3 tests/cluster/image_oci.py pack ROOTFS --ref NAME:TAG --config CONFIG.json --out X.tar
     python3 tests/cluster/image_oci.py check X.tar              # verify; print a JSON summary
+    python3 tests/cluster/image_oci.py ref X.tar                # the image name in its index
 
 ``pack`` writes an OCI image layout (``oci-layout``, ``index.json``, the manifest, the config and
 one layer, each blob named by its sha256) as one tar, which ``ctr -n k8s.io images import`` reads;
@@ -261,79 +262,93 @@ def pack(
 
 @dataclass
 class Archive:
-    """A checked archive: its ref, manifest, image config, and the layer's member list."""
+    """A checked archive: its ref, manifest, image config, the layer's members, and the contents
+    of the layer files :func:`check` was asked to keep."""
 
     ref: str
     manifest: dict[str, Any]
     config: dict[str, Any]
     layer_members: dict[str, tarfile.TarInfo]
-    path: Path
-
-    def layer_file(self, name: str) -> bytes:
-        """One regular file's content from the layer (e.g. ``etc/passwd``)."""
-        blob = self.manifest["layers"][0]
-        with tarfile.open(self.path) as outer:
-            member = outer.getmember(f"blobs/sha256/{blob['digest'][7:]}")
-            f = outer.extractfile(member)
-            assert f is not None
-            with tarfile.open(fileobj=f, mode="r|*") as layer:
-                for info in layer:
-                    if info.name == name:
-                        data = layer.extractfile(info)
-                        assert data is not None
-                        return data.read()
-        raise KeyError(name)
+    files: dict[str, bytes]
 
 
-def _sha256(f: IO[bytes]) -> tuple[str, int]:
-    sha, size = hashlib.sha256(), 0
-    while chunk := f.read(1 << 20):
-        sha.update(chunk)
-        size += len(chunk)
-    return "sha256:" + sha.hexdigest(), size
+class _HashingReader:
+    """A read-only stream that hashes what is read through it."""
+
+    def __init__(self, source: IO[bytes]) -> None:
+        self.source = source
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.source.read(n)
+        self.sha.update(data)
+        self.size += len(data)
+        return data
+
+    def drain(self) -> None:
+        while self.read(1 << 20):
+            pass
+
+    @property
+    def digest(self) -> str:
+        return "sha256:" + self.sha.hexdigest()
 
 
-def check(path: Path) -> Archive:
-    """Verify an archive: layout, every blob's digest and size, the layer's diff_id."""
+def check(path: Path, keep: tuple[str, ...] = ("etc/passwd", "etc/group")) -> Archive:
+    """Verify an archive: layout, every blob's digest and size, the layer's diff_id — reading the
+    layer once — and keep the contents of the layer files named in ``keep``."""
     with tarfile.open(path) as outer:
         members = {m.name: m for m in outer.getmembers()}
 
-        def blob(desc: dict[str, Any]) -> bytes:
+        def open_blob(desc: dict[str, Any]) -> IO[bytes]:
             member = members[f"blobs/sha256/{desc['digest'].removeprefix('sha256:')}"]
             f = outer.extractfile(member)
             assert f is not None
-            data = f.read()
+            return f
+
+        def blob(desc: dict[str, Any]) -> bytes:
+            data = open_blob(desc).read()
             got = "sha256:" + hashlib.sha256(data).hexdigest()
             if got != desc["digest"] or len(data) != desc["size"]:
-                raise ValueError(f"{member.name}: digest {got}, size {len(data)} vs {desc}")
+                raise ValueError(f"blob: digest {got}, size {len(data)} vs {desc}")
             return data
 
-        layout = json.loads(outer.extractfile(members["oci-layout"]).read())  # type: ignore[union-attr]
-        if layout != {"imageLayoutVersion": "1.0.0"}:
-            raise ValueError(f"oci-layout: {layout}")
-        index = json.loads(outer.extractfile(members["index.json"]).read())  # type: ignore[union-attr]
-        (entry,) = index["manifests"]
+        def small(name: str) -> Any:
+            f = outer.extractfile(members[name])
+            assert f is not None
+            return json.loads(f.read())
+
+        if small("oci-layout") != {"imageLayoutVersion": "1.0.0"}:
+            raise ValueError(f"oci-layout: {small('oci-layout')}")
+        (entry,) = small("index.json")["manifests"]
         manifest = json.loads(blob(entry))
         config = json.loads(blob(manifest["config"]))
         (layer,) = manifest["layers"]
-        member = members[f"blobs/sha256/{layer['digest'].removeprefix('sha256:')}"]
-        f = outer.extractfile(member)
-        assert f is not None
-        digest, size = _sha256(f)
-        if (digest, size) != (layer["digest"], layer["size"]):
-            raise ValueError(f"layer: digest {digest}, size {size} vs {layer}")
-        f = outer.extractfile(member)
-        assert f is not None
-        raw = gzip.GzipFile(fileobj=f) if layer["mediaType"].endswith("+gzip") else f
-        diff_id, _ = _sha256(raw)  # type: ignore[arg-type]
-        if [diff_id] != config["rootfs"]["diff_ids"]:
-            raise ValueError(f"layer diff_id {diff_id} vs {config['rootfs']['diff_ids']}")
-        f = outer.extractfile(member)
-        assert f is not None
-        with tarfile.open(fileobj=f, mode="r|*") as tar:
-            layer_members = {info.name: info for info in tar}
+        compressed = _HashingReader(open_blob(layer))
+        gzipped = layer["mediaType"].endswith("+gzip")
+        raw = _HashingReader(gzip.GzipFile(fileobj=compressed) if gzipped else compressed)  # type: ignore[arg-type]
+        layer_members: dict[str, tarfile.TarInfo] = {}
+        files: dict[str, bytes] = {}
+        try:
+            with tarfile.open(fileobj=raw, mode="r|") as tar:  # type: ignore[call-overload]
+                for info in tar:
+                    layer_members[info.name] = info
+                    if info.name in keep and info.isfile():
+                        data = tar.extractfile(info)
+                        assert data is not None
+                        files[info.name] = data.read()
+        except (tarfile.TarError, OSError, EOFError) as err:
+            raise ValueError(f"layer: not a readable tar: {err}") from err
+        raw.drain()
+        if gzipped:
+            compressed.drain()
+        if (compressed.digest, compressed.size) != (layer["digest"], layer["size"]):
+            raise ValueError(f"layer: digest {compressed.digest}, size {compressed.size} vs {layer}")
+        if [raw.digest] != config["rootfs"]["diff_ids"]:
+            raise ValueError(f"layer diff_id {raw.digest} vs {config['rootfs']['diff_ids']}")
     ref = entry["annotations"]["io.containerd.image.name"]
-    return Archive(ref, manifest, config, layer_members, path)
+    return Archive(ref, manifest, config, layer_members, files)
 
 
 # ---- command line ---------------------------------------------------------------------------
@@ -353,7 +368,17 @@ def main(argv: list[str]) -> int:
     p.add_argument("--compress", choices=sorted(MEDIA_LAYER), default="none")
     p = sub.add_parser("check", help="verify an archive; print its ref, config and layer size")
     p.add_argument("archive", type=Path)
+    p = sub.add_parser("ref", help="print an archive's image name (reads index.json only)")
+    p.add_argument("archive", type=Path)
     args = parser.parse_args(argv)
+
+    if args.command == "ref":
+        with tarfile.open(args.archive) as outer:
+            f = outer.extractfile("index.json")
+            assert f is not None
+            (entry,) = json.load(f)["manifests"]
+        print(entry["annotations"]["io.containerd.image.name"])
+        return 0
 
     if args.command == "config":
         json.dump(recipe_config(read_recipe(args.recipe)), sys.stdout, indent=2)
