@@ -20,9 +20,9 @@
 #
 # Output (stdout, two lines): the archive's path, then the image ref. Progress goes to stderr.
 #
-# KEY is the first 12 hex digits of a sha256 over this script, image_oci.py, image_tree.py,
+# KEY is the first 12 hex digits of a sha256 over this script, image_oci.py, image_recipe.py,
 # image.env, the lock file, and each distribution's git-tracked files (working-tree content;
-# nested folders with their own pyproject.toml excluded) — see image_tree.py. With nothing
+# nested folders with their own pyproject.toml excluded) — see image_recipe.py. With nothing
 # changed a second run only computes KEY and prints the cached archive.
 #
 # Cache, under ${SLEUTH_CACHE:-~/.cache/sleuth}/images/ (after a build the ${SLEUTH_IMAGE_KEEP:-4}
@@ -32,15 +32,16 @@
 #                       the registry proxy's TLS), keyed by the lock file's sha256
 #   deps-<K>/           base + venv + the lock installed, keyed by base, lock and builder files
 #   NAME-KEY.oci.tar    the image archive; NAME-KEY.json: its ref, digests, size, build seconds
+# shellcheck disable=SC2016  # the scripts run in the chroot are single-quoted on purpose
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-# shellcheck source=image.env
+# shellcheck source-path=SCRIPTDIR source=image.env
 source "$here/image.env"
 PYTHON="${PYTHON:-python3}"
 EPOCH=0   # every mtime in the layer, and SOURCE_DATE_EPOCH for mmdebstrap and the wheel builds
 cache="${SLEUTH_CACHE:-$HOME/.cache/sleuth}/images"
-builder=("$here/image.sh" "$here/image_oci.py" "$here/image_tree.py" "$here/image.env")
+builder=("$here/image.sh" "$here/image_oci.py" "$here/image_recipe.py" "$here/image.env")
 
 log() { printf '[image %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -58,7 +59,7 @@ while (( $# )); do
     --import) do_import=1; shift ;;
     --address) address="$2"; shift 2 ;;
     --namespace) namespace="$2"; shift 2 ;;
-    -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;/^# shellcheck/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
 done
@@ -74,7 +75,7 @@ done
 key_args=(--lock "$lock")
 for d in "${dists[@]}"; do key_args+=(--dist "$d"); done
 for f in "${builder[@]}"; do key_args+=(--builder "$f"); done
-key="$("$PYTHON" "$here/image_tree.py" key "${key_args[@]}")"
+key="$("$PYTHON" "$here/image_recipe.py" key "${key_args[@]}")"
 ref="$IMAGE_REGISTRY/$name:$key"
 archive="$cache/$name-$key.oci.tar"
 
@@ -151,6 +152,7 @@ quietly() {
 prune() {
   local keep="$1"; shift
   local -a old
+  # shellcheck disable=SC2012  # our own names: no newlines
   mapfile -t old < <(ls -dt "$@" 2>/dev/null | tail -n +"$((keep + 1))")
   (( ${#old[@]} )) || return 0
   log "pruning ${old[*]##*/}"
@@ -233,7 +235,7 @@ mount -t overlay overlay -o "lowerdir=$deps,upperdir=$work/upper,workdir=$work/o
 for i in "${!dists[@]}"; do
   src="$root/tmp/src/$(printf %02d "$i")"
   mkdir -p "$src"
-  (cd "${dists[i]}" && "$PYTHON" "$here/image_tree.py" files . | tar --null -T - -cf -) \
+  (cd "${dists[i]}" && "$PYTHON" "$here/image_recipe.py" files . | tar --null -T - -cf -) \
     | tar -xf - -C "$src"
 done
 in_root "$root" - /bin/sh -euc '
@@ -251,13 +253,13 @@ grep -q "^${IMAGE_GROUP%%:*}:" "$root/etc/group" || echo "$IMAGE_GROUP" >> "$roo
 # timestamps (the layer's mtimes are all EPOCH, so those would be stale), the host's resolver
 # and name (the runtime mounts its own), device nodes (the runtime mounts /dev).
 find "$root" -xdev -depth -name __pycache__ -type d -exec rm -rf {} +
-rm -rf "$root"/tmp/* "$root"/var/tmp/* "$root"/root/.cache "$root"/dev/* \
-  "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* "$root"/var/cache/debconf/*-old \
-  "$root"/var/lib/dpkg/*-old "$root"/var/cache/ldconfig/aux-cache \
-  "$root"/etc/resolv.conf "$root"/etc/hostname
-find "$root/var/log" -type f -delete
+rm -rf "${root:?}"/tmp/* "${root:?}"/var/tmp/* "${root:?}"/root/.cache "${root:?}"/dev/* \
+  "${root:?}"/var/cache/apt/* "${root:?}"/var/lib/apt/lists/* "${root:?}"/var/cache/debconf/*-old \
+  "${root:?}"/var/lib/dpkg/*-old "${root:?}"/var/cache/ldconfig/aux-cache \
+  "${root:?}"/etc/resolv.conf "${root:?}"/etc/hostname
+find "${root:?}/var/log" -type f -delete
 
-"$PYTHON" "$here/image_oci.py" config "$here/image.env" > "$work/config.json"
+"$PYTHON" "$here/image_recipe.py" config "$here/image.env" > "$work/config.json"
 image_env="$("$PYTHON" -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["Env"]))' \
   "$work/config.json")"
 user_name="${IMAGE_PASSWD%%:*}"
@@ -268,7 +270,7 @@ IN_ROOT_USER="$IMAGE_USER" IN_ROOT_ENV="$image_env" in_root "$root" - /bin/sh -e
   test "$(python -c "import getpass; print(getpass.getuser())")" = "$3"
 ' _ "$IMAGE_WORKDIR" "$("$PYTHON" -c 'import json,sys; print(json.loads(sys.argv[1])[0])' \
   "$IMAGE_ENTRYPOINT")" "$user_name" >&2
-find "$root/tmp" -mindepth 1 -delete
+find "${root:?}/tmp" -mindepth 1 -delete
 
 log "packing $ref"
 "$PYTHON" "$here/image_oci.py" pack "$root" --ref "$ref" --config "$work/config.json" \

@@ -1,6 +1,5 @@
 """One-layer OCI image archives from a root filesystem, without Docker or a registry (stdlib only).
 
-    python3 tests/cluster/image_oci.py config RECIPE            # the OCI config a recipe declares
     python3 tests/cluster/image_oci.py pack ROOTFS --ref NAME:TAG --config CONFIG.json --out X.tar
     python3 tests/cluster/image_oci.py check X.tar              # verify; print a JSON summary
     python3 tests/cluster/image_oci.py ref X.tar                # the image name in its index
@@ -13,8 +12,8 @@ mtime set to ``--epoch`` (default ``$SOURCE_DATE_EPOCH`` or 0), numeric owners w
 device nodes (the runtime mounts /dev). The layer is streamed into the archive once while it is
 hashed (gzip on request), so a 1 GB rootfs is not copied twice.
 
-A *recipe* (tests/cluster/image.env) is a shell file of ``KEY='value'`` lines that both image.sh
-(``source``) and this module (:func:`read_recipe`) read; the list and map values are JSON.
+``--config`` is the image config's ``config`` section (User, Env, Entrypoint, Cmd, WorkingDir,
+Labels) as JSON; image_recipe.py writes the one tests/cluster/image.env declares.
 
 This file is the builder's own packer; tests/cluster/oci.py (the node's) may replace it later.
 """
@@ -24,11 +23,8 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
-import io
 import json
 import os
-import re
-import shlex
 import stat
 import sys
 import tarfile
@@ -44,41 +40,7 @@ MEDIA_LAYER = {
     "none": "application/vnd.oci.image.layer.v1.tar",
     "gzip": "application/vnd.oci.image.layer.v1.tar+gzip",
 }
-# The PATH a Debian base image starts with (Docker's default); a recipe's "$PATH" expands to it.
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BLOCK = tarfile.BLOCKSIZE
-
-
-# ---- the recipe -----------------------------------------------------------------------------
-
-
-def read_recipe(path: Path) -> dict[str, str]:
-    """``KEY='value'`` / ``KEY=value`` lines of a shell file (comments and blanks skipped)."""
-    out: dict[str, str] = {}
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        m = re.fullmatch(r"([A-Z][A-Z0-9_]*)=(.*)", line.strip())
-        if not m:
-            raise ValueError(f"{path}:{number}: not a KEY=value line: {line!r}")
-        words = shlex.split(m.group(2), comments=True)
-        if len(words) > 1:
-            raise ValueError(f"{path}:{number}: quote the value: {line!r}")
-        out[m.group(1)] = words[0] if words else ""
-    return out
-
-
-def recipe_config(recipe: dict[str, str]) -> dict[str, Any]:
-    """The OCI image config's ``config`` section a recipe declares."""
-    env = [e.replace("$PATH", DEFAULT_PATH) for e in json.loads(recipe["IMAGE_ENV"])]
-    return {
-        "User": recipe["IMAGE_USER"],
-        "Env": env,
-        "Entrypoint": json.loads(recipe["IMAGE_ENTRYPOINT"]),
-        "Cmd": json.loads(recipe["IMAGE_CMD"]),
-        "WorkingDir": recipe["IMAGE_WORKDIR"],
-        "Labels": json.loads(recipe["IMAGE_LABELS"]),
-    }
 
 
 # ---- writing --------------------------------------------------------------------------------
@@ -344,7 +306,8 @@ def check(path: Path, keep: tuple[str, ...] = ("etc/passwd", "etc/group")) -> Ar
         if gzipped:
             compressed.drain()
         if (compressed.digest, compressed.size) != (layer["digest"], layer["size"]):
-            raise ValueError(f"layer: digest {compressed.digest}, size {compressed.size} vs {layer}")
+            got = f"digest {compressed.digest}, size {compressed.size}"
+            raise ValueError(f"layer: {got} vs {layer}")
         if [raw.digest] != config["rootfs"]["diff_ids"]:
             raise ValueError(f"layer diff_id {raw.digest} vs {config['rootfs']['diff_ids']}")
     ref = entry["annotations"]["io.containerd.image.name"]
@@ -357,8 +320,6 @@ def check(path: Path, keep: tuple[str, ...] = ("etc/passwd", "etc/group")) -> Ar
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("config", help="print the OCI config section a recipe declares")
-    p.add_argument("recipe", type=Path)
     p = sub.add_parser("pack", help="pack ROOTFS into a one-layer OCI archive")
     p.add_argument("rootfs", type=Path)
     p.add_argument("--ref", required=True, help="the image name, e.g. sleuth.local/sleuth:abc")
@@ -380,13 +341,11 @@ def main(argv: list[str]) -> int:
         print(entry["annotations"]["io.containerd.image.name"])
         return 0
 
-    if args.command == "config":
-        json.dump(recipe_config(read_recipe(args.recipe)), sys.stdout, indent=2)
-        print()
-    elif args.command == "pack":
+    if args.command == "pack":
         config = json.loads(args.config.read_text())
-        packed = pack(args.rootfs, args.ref, config, args.out, epoch=args.epoch,
-                      compress=args.compress)
+        packed = pack(
+            args.rootfs, args.ref, config, args.out, epoch=args.epoch, compress=args.compress
+        )
         json.dump(packed.__dict__, sys.stdout, indent=2)
         print()
     else:

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
-from image_oci import check, pack, read_recipe, recipe_config
-from image_tree import dist_files, key
+from image_oci import check, pack
+from image_recipe import dist_files, key, read_recipe, recipe_config
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -69,8 +69,13 @@ def env_pairs(value: str) -> dict[str, str]:
 def test_the_shell_and_python_read_the_recipe_alike() -> None:
     keys = " ".join(RECIPE)
     out = subprocess.run(
-        ["bash", "-c", f'source "$1"; for k in {keys}; do printf "%s\\0" "${{!k}}"; done', "_",
-         str(RECIPE_FILE)],
+        [
+            "bash",
+            "-c",
+            f'source "$1"; for k in {keys}; do printf "%s\\0" "${{!k}}"; done',
+            "_",
+            str(RECIPE_FILE),
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -181,9 +186,12 @@ def test_pack_writes_a_valid_deterministic_archive(tmp_path: Path, compress: str
     assert archive.config["rootfs"]["diff_ids"] == [packed.diff_id]
     members = archive.layer_members
     # the second path of a hard-linked file (in sorted order) is a link to the first
-    assert members["bin/tool"].islnk() and members["bin/tool"].linkname == "bin/same-tool"
-    assert members["bin/alias"].issym() and members["bin/alias"].linkname == "tool"
-    assert members["bin/same-tool"].mode == 0o755 and members["tmp"].mode == 0o1777
+    assert members["bin/tool"].islnk()
+    assert members["bin/tool"].linkname == "bin/same-tool"
+    assert members["bin/alias"].issym()
+    assert members["bin/alias"].linkname == "tool"
+    assert members["bin/same-tool"].mode == 0o755
+    assert members["tmp"].mode == 0o1777
     assert {m.mtime for m in members.values()} == {0}
     assert archive.files["etc/passwd"] == b"root:x:0:0::/root:/bin/sh\n"
     with tarfile.open(first) as outer:
@@ -253,9 +261,7 @@ def built() -> tuple[Path, str]:
         if os.environ.get("CI") == "true":
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
-    proc = subprocess.run(
-        [str(HERE / "image.sh")], capture_output=True, text=True, timeout=3000
-    )
+    proc = subprocess.run([str(HERE / "image.sh")], capture_output=True, text=True, timeout=3000)
     assert proc.returncode == 0, proc.stderr[-4000:]
     path, ref = proc.stdout.split()
     return Path(path), ref
@@ -271,7 +277,8 @@ def test_the_built_archive_is_the_recipe(built: tuple[Path, str]) -> None:
     assert re.fullmatch(rf"{RECIPE['IMAGE_REGISTRY']}/{RECIPE['IMAGE_NAME']}:[0-9a-f]{{12}}", ref)
     config = archive.config["config"]
     assert config == recipe_config(RECIPE)
-    assert config["User"] == "65532:65532" and config["Entrypoint"] == ["sleuth"]
+    assert config["User"] == "65532:65532"
+    assert config["Entrypoint"] == ["sleuth"]
 
     passwd = archive.files["etc/passwd"].decode().splitlines()
     assert RECIPE["IMAGE_PASSWD"] in passwd
@@ -345,9 +352,7 @@ def test_the_image_runs_as_65532_under_containerd(built: tuple[Path, str]) -> No
         timeout=800,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    out = dict(
-        (block.split("\n", 1) + [""])[:2] for block in proc.stdout.split("### ")[1:]
-    )
+    out = dict([*block.split("\n", 1), ""][:2] for block in proc.stdout.split("### ")[1:])
     assert out["id"].startswith("uid=65532(sleuth) gid=65532(sleuth)")
     assert out["pwd"].strip() == "/tmp"
     assert out[commands[2]].strip() == "sleuth"

@@ -1,7 +1,11 @@
-"""What an image is made of, and the cache key that names it (stdlib only; image.sh calls this).
+"""What an image is made of: the recipe, the distributions' files, the cache key (stdlib only).
 
-    python3 tests/cluster/image_tree.py files DIST          # NUL-separated paths, relative to DIST
-    python3 tests/cluster/image_tree.py key --lock L --dist D [--dist D2 ...] --builder F [...]
+    python3 tests/cluster/image_recipe.py config RECIPE     # the OCI config section, as JSON
+    python3 tests/cluster/image_recipe.py files DIST        # NUL-separated, relative to DIST
+    python3 tests/cluster/image_recipe.py key --lock L --dist D [--dist D2 ...] --builder F [...]
+
+A *recipe* (tests/cluster/image.env) is a shell file of ``KEY='value'`` lines that both image.sh
+(``source``) and :func:`read_recipe` read; its list and map values are JSON.
 
 A distribution's files are the ones git tracks under its folder (``git ls-files``, read from the
 working tree, so uncommitted edits count and untracked files do not), minus every nested folder
@@ -17,10 +21,46 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path, PurePosixPath
+from typing import Any
+
+# The PATH a Debian base image starts with (Docker's default); a recipe's "$PATH" expands to it.
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def read_recipe(path: Path) -> dict[str, str]:
+    """``KEY='value'`` / ``KEY=value`` lines of a shell file (comments and blanks skipped)."""
+    out: dict[str, str] = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = re.fullmatch(r"([A-Z][A-Z0-9_]*)=(.*)", line.strip())
+        if not m:
+            raise ValueError(f"{path}:{number}: not a KEY=value line: {line!r}")
+        words = shlex.split(m.group(2), comments=True)
+        if len(words) > 1:
+            raise ValueError(f"{path}:{number}: quote the value: {line!r}")
+        out[m.group(1)] = words[0] if words else ""
+    return out
+
+
+def recipe_config(recipe: dict[str, str]) -> dict[str, Any]:
+    """The OCI image config's ``config`` section a recipe declares."""
+    env = [e.replace("$PATH", DEFAULT_PATH) for e in json.loads(recipe["IMAGE_ENV"])]
+    return {
+        "User": recipe["IMAGE_USER"],
+        "Env": env,
+        "Entrypoint": json.loads(recipe["IMAGE_ENTRYPOINT"]),
+        "Cmd": json.loads(recipe["IMAGE_CMD"]),
+        "WorkingDir": recipe["IMAGE_WORKDIR"],
+        "Labels": json.loads(recipe["IMAGE_LABELS"]),
+    }
 
 
 def dist_files(dist: Path) -> list[str]:
@@ -31,10 +71,11 @@ def dist_files(dist: Path) -> list[str]:
         check=True,
     ).stdout.decode()
     paths = sorted(p for p in out.split("\0") if p)
+    top = PurePosixPath(".")
     nested = [
         PurePosixPath(p).parent
         for p in paths
-        if PurePosixPath(p).name == "pyproject.toml" and PurePosixPath(p).parent != PurePosixPath(".")
+        if PurePosixPath(p).name == "pyproject.toml" and PurePosixPath(p).parent != top
     ]
     keep = []
     for p in paths:
@@ -49,7 +90,7 @@ def dist_files(dist: Path) -> list[str]:
     return keep
 
 
-def _feed(sha: "hashlib._Hash", label: str, data: bytes) -> None:
+def _feed(sha: Any, label: str, data: bytes) -> None:
     sha.update(f"{label}\0{len(data)}\0".encode())
     sha.update(data)
 
@@ -79,6 +120,8 @@ def key(lock: Path, dists: list[Path], builder: list[Path]) -> str:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("config", help="the OCI config section a recipe declares, as JSON")
+    p.add_argument("recipe", type=Path)
     p = sub.add_parser("files", help="the distribution's files, NUL-separated")
     p.add_argument("dist", type=Path)
     p = sub.add_parser("key", help="the image's cache key")
@@ -86,7 +129,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--dist", type=Path, action="append", required=True)
     p.add_argument("--builder", type=Path, action="append", default=[])
     args = parser.parse_args(argv)
-    if args.command == "files":
+    if args.command == "config":
+        json.dump(recipe_config(read_recipe(args.recipe)), sys.stdout, indent=2)
+        print()
+    elif args.command == "files":
         sys.stdout.write("".join(f"{p}\0" for p in dist_files(args.dist)))
     else:
         print(key(args.lock, args.dist, args.builder))
