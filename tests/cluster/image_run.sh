@@ -27,6 +27,15 @@ made_run=0
 [[ -d /run/containerd ]] || made_run=1
 pid=""
 cleanup() {
+  # The shims of this containerd (their argv names its socket) exit just after their container
+  # is deleted: wait for them, then stop any that linger, by PID, before the folders go.
+  local shims s
+  for _ in $(seq 50); do
+    shims="$(pgrep -f -- "-address $sock" || true)"
+    [[ -z "$shims" ]] && break
+    sleep 0.2
+  done
+  for s in $shims; do kill "$s" 2>/dev/null || true; done
   if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
     kill "$pid"
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
