@@ -7,7 +7,8 @@
 #
 # Imports ARCHIVE into the k8s.io namespace (as a node's kubelet would see it), then runs each
 # argument as `/bin/sh -c ARG` in its own container (`ctr run --rm`) with the image's own user,
-# environment and working directory; prints each command's output after a `### ARG` line, and
+# environment and working directory, as the chart's and the operator's pods run it: a read-only
+# root filesystem with a writable /tmp; prints each command's output after a `### ARG` line, and
 # exits non-zero as soon as one fails. Every process it started is stopped by PID, and its folders
 # and mounts removed, on the way out. Progress and timings go to stderr.
 set -euo pipefail
@@ -88,5 +89,6 @@ n=0
 for cmd in "$@"; do
   n=$((n + 1))
   printf '### %s\n' "$cmd"
-  ctr run --rm "$ref" "sleuth-image-run-$$-$n" /bin/sh -c "$cmd"
+  ctr run --rm --read-only --mount type=tmpfs,src=tmpfs,dst=/tmp,options=rw:nosuid:nodev:mode=1777 \
+    "$ref" "sleuth-image-run-$$-$n" /bin/sh -c "$cmd"
 done

@@ -328,8 +328,9 @@ def test_a_second_build_is_the_cached_archive(built: tuple[Path, str]) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_the_image_runs_as_65532_under_containerd(built: tuple[Path, str]) -> None:
-    """Imported into a private containerd and run with `ctr run` (no Kubernetes): the image's own
-    user, and the call that crash-looped the operator pod (kopf's peering identity)."""
+    """Imported into a private containerd and run with `ctr run` (no Kubernetes) as the pods run
+    it (read-only root, writable /tmp): the image's own user, the call that crash-looped the
+    operator pod (kopf's peering identity), every subcommand's entry."""
     missing = [t for t in ("containerd", "ctr", "runc") if shutil.which(t) is None]
     if missing:
         reason = f"{', '.join(missing)} not installed (make setup)"
@@ -344,6 +345,11 @@ def test_the_image_runs_as_65532_under_containerd(built: tuple[Path, str]) -> No
         "print(d(manual=False))'",
         "sleuth --help",
         "sleuth operator --help",
+        "sleuth agent --help",
+        "sleuth tool-service --help",
+        "sleuth eval --help",
+        "python -c 'import ragas, sleuth.evals.rag.judge; print(\"ok\")'",
+        "touch /opt/sleuth/probe 2>/dev/null && echo writable || echo read-only",
     ]
     proc = subprocess.run(
         [str(HERE / "image_run.sh"), str(built[0]), *commands],
@@ -359,3 +365,7 @@ def test_the_image_runs_as_65532_under_containerd(built: tuple[Path, str]) -> No
     assert out[commands[3]].startswith("sleuth@")
     assert "usage: sleuth" in out["sleuth --help"]
     assert "usage: sleuth operator" in out["sleuth operator --help"]
+    for sub in ("agent", "tool-service", "eval"):
+        assert f"usage: sleuth {sub}" in out[f"sleuth {sub} --help"]
+    assert out[commands[-2]].strip() == "ok"  # the eval code's heavy imports, on a read-only root
+    assert out[commands[-1]].strip() == "read-only"
