@@ -5,7 +5,7 @@
 # `ctr -n k8s.io images import` accepts. Needs root, mmdebstrap, unshare, git and a python3.
 #
 #   tests/cluster/image.sh                                    # the recipe's defaults (image.env)
-#   tests/cluster/image.sh --name NAME --lock LOCK --dist DIR [--dist DIR ...]
+#   tests/cluster/image.sh --name NAME --lock LOCK --dist DIR [--dist DIR ...] [--smoke CMD]
 #                          [--import [--address SOCKET] [--namespace NS]]
 #
 #   --name NAME    image name (default IMAGE_NAME, "sleuth"); the ref is sleuth.local/NAME:KEY
@@ -14,6 +14,10 @@
 #   --dist DIR     a folder with a pyproject.toml, built into a wheel with the lock's build
 #                  backend (no build isolation, offline) and installed with --no-deps; repeat it,
 #                  they are installed in the order given (default IMAGE_DISTS, ".")
+#   --smoke CMD    a shell command the build runs in the image as its user, which must succeed
+#                  (default IMAGE_SMOKE, "sleuth --help"; `sleuth --help` loads every
+#                  subcommand, so a role's image names its own, e.g. 'sleuth operator --help');
+#                  getpass.getuser() is always checked. Not part of KEY: it changes no content.
 #   --import       also `ctr --address SOCKET -n NS images import` the archive
 #                  (defaults /run/containerd/containerd.sock, k8s.io)
 #   Relative LOCK and DIR paths are taken from the repository root, not the current directory.
@@ -49,13 +53,14 @@ abs() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$repo/$1" ;; es
 short_sha() { sha256sum | cut -c1-12; }
 args=("$@")
 
-name="$IMAGE_NAME" lock="$IMAGE_LOCK" dists=() do_import=0
+name="$IMAGE_NAME" lock="$IMAGE_LOCK" dists=() do_import=0 smoke="$IMAGE_SMOKE"
 address=/run/containerd/containerd.sock namespace=k8s.io
 while (( $# )); do
   case "$1" in
     --name) name="$2"; shift 2 ;;
     --lock) lock="$2"; shift 2 ;;
     --dist) dists+=("$2"); shift 2 ;;
+    --smoke) smoke="$2"; shift 2 ;;
     --import) do_import=1; shift ;;
     --address) address="$2"; shift 2 ;;
     --namespace) namespace="$2"; shift 2 ;;
@@ -155,7 +160,9 @@ prune() {
   # shellcheck disable=SC2012  # our own names: no newlines
   mapfile -t old < <(ls -dt "$@" 2>/dev/null | tail -n +"$((keep + 1))")
   (( ${#old[@]} )) || return 0
-  log "pruning ${old[*]##*/}"
+  local names=()
+  for o in "${old[@]}"; do o="${o%/}"; names+=("${o##*/}"); done
+  log "pruning ${names[*]}"
   rm -rf "${old[@]}"
 }
 
@@ -263,27 +270,26 @@ find "${root:?}/var/log" -type f -delete
 image_env="$("$PYTHON" -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["Env"]))' \
   "$work/config.json")"
 user_name="${IMAGE_PASSWD%%:*}"
-log "smoke test as $IMAGE_USER: ${IMAGE_ENTRYPOINT} ${IMAGE_CMD}, getpass.getuser() == $user_name"
+log "smoke test as $IMAGE_USER: getpass.getuser() == $user_name; $smoke"
 IN_ROOT_USER="$IMAGE_USER" IN_ROOT_ENV="$image_env" in_root "$root" - /bin/sh -euc '
   cd "$1"
-  "$2" --help >/dev/null
-  test "$(python -c "import getpass; print(getpass.getuser())")" = "$3"
-' _ "$IMAGE_WORKDIR" "$("$PYTHON" -c 'import json,sys; print(json.loads(sys.argv[1])[0])' \
-  "$IMAGE_ENTRYPOINT")" "$user_name" >&2
+  test "$(python -c "import getpass; print(getpass.getuser())")" = "$2"
+  /bin/sh -euc "$3" >/dev/null
+' _ "$IMAGE_WORKDIR" "$user_name" "$smoke" >&2
 find "${root:?}/tmp" -mindepth 1 -delete
 
 log "packing $ref"
 "$PYTHON" "$here/image_oci.py" pack "$root" --ref "$ref" --config "$work/config.json" \
   --out "$work/image.oci.tar" --epoch "$EPOCH" --compress "$IMAGE_LAYER_COMPRESSION" \
   > "$work/packed.json"
-"$PYTHON" - "$work/packed.json" "$root" "$SECONDS" "$start" "$lock" "${dists[@]}" \
-  > "$work/meta.json" <<'PY'
+"$PYTHON" - "$work/packed.json" "$root" "$SECONDS" "$start" "$lock" "${base##*/}" \
+  "${wheels##*/}" "${deps##*/}" "${dists[@]}" > "$work/meta.json" <<'PY'
 import json, subprocess, sys
-packed, root, now, start, lock, *dists = sys.argv[1:]
+packed, root, now, start, lock, base, wheels, deps, *dists = sys.argv[1:]
 meta = json.load(open(packed))
 du = subprocess.run(["du", "-sb", root], capture_output=True, text=True, check=True).stdout
 meta.update(rootfs_bytes=int(du.split()[0]), build_seconds=int(now) - int(start), lock=lock,
-            dists=dists)
+            dists=dists, base=base, wheels=wheels, deps=deps)
 print(json.dumps(meta, indent=2))
 PY
 mv "$work/meta.json" "$cache/$name-$key.json"
