@@ -103,7 +103,7 @@ finish() {
 # The build runs in a private mount namespace: the overlay of step 4 and every chroot's mounts
 # vanish with it, whatever happens.
 if [[ -z "${_SLEUTH_IMAGE_NS:-}" ]]; then
-  exec env _SLEUTH_IMAGE_NS=1 unshare --mount --propagation private -- "$0" "${args[@]}"
+  exec env _SLEUTH_IMAGE_NS=1 unshare --mount --propagation private -- "$here/image.sh" "${args[@]}"
 fi
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
@@ -116,8 +116,8 @@ trap 'umount -l "$work/rootfs" 2>/dev/null || true; rm -rf --one-file-system "$w
 
 # Run a command chrooted in ROOTFS, offline: own mount and network namespaces, /proc, a /dev
 # with the usual character devices, and WHEELS (unless "-") bound read-only at /wheels, for that
-# command only; the mounts vanish with the namespace. IN_ROOT_USER=uid:gid runs it as that user; IN_ROOT_ENV (JSON list) replaces the
-# build environment.
+# command only; the mounts vanish with the namespace. IN_ROOT_USER=uid:gid runs it as that user;
+# IN_ROOT_ENV (a JSON list) replaces the build environment.
 in_root() {
   local root="$1" wheels="$2"; shift 2
   local -a envs
