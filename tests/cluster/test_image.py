@@ -29,25 +29,25 @@ RECIPE_FILE = HERE / "image.env"
 RECIPE = read_recipe(RECIPE_FILE)
 
 
-def final_stage() -> list[tuple[str, str]]:
-    """The Dockerfile's instructions after its last FROM, continuation lines joined."""
+def _instructions() -> list[tuple[str, str]]:
     text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
-    ins = [
+    return [
         (line.split(None, 1)[0].upper(), line.split(None, 1)[1].strip())
         for line in text.splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     ]
+
+
+def final_stage() -> list[tuple[str, str]]:
+    """The Dockerfile's instructions after its last FROM, continuation lines joined."""
+    ins = _instructions()
     last = max(i for i, (k, _) in enumerate(ins) if k == "FROM")
     return ins[last + 1 :]
 
 
 def build_stage() -> list[tuple[str, str]]:
-    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
-    ins = [
-        (line.split(None, 1)[0].upper(), line.split(None, 1)[1].strip())
-        for line in text.splitlines()
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
+    """The instructions between the first FROM and the last."""
+    ins = _instructions()
     froms = [i for i, (k, _) in enumerate(ins) if k == "FROM"]
     return ins[froms[0] + 1 : froms[-1]]
 
@@ -138,17 +138,10 @@ def test_the_same_lock_venv_distribution_and_python_go_in() -> None:
     assert f"{venv}/bin/pip install --no-deps --no-build-isolation ." in runs
     assert ("COPY", f"--from=build {venv} {venv}") in final_stage()
     # the same Python minor and Debian release: python:3.11.x-slim-<suite> vs Debian's python3
-    (base,) = [v for k, v in build_stage_args() if k == "ARG"]
+    (base,) = [v for k, v in _instructions() if k == "ARG" and v.startswith("PYTHON_IMAGE=")]
     assert re.fullmatch(rf"PYTHON_IMAGE=python:3\.11\.\d+-slim-{RECIPE['IMAGE_SUITE']}\S*", base)
     assert RECIPE["IMAGE_SUITE"] == "bookworm"  # whose python3 is 3.11
     assert "CPython 3.11" in (ROOT / RECIPE["IMAGE_LOCK"]).read_text().splitlines()[0]
-
-
-def build_stage_args() -> list[tuple[str, str]]:
-    text = (ROOT / "Dockerfile").read_text()
-    return [
-        ("ARG", line.split(None, 1)[1]) for line in text.splitlines() if line.startswith("ARG ")
-    ]
 
 
 # ---- the packer and the key (fast, no root) ----------------------------------------------------
