@@ -43,7 +43,11 @@ ENV PATH=/opt/sleuth/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     HOME=/tmp
 COPY --from=build /opt/sleuth /opt/sleuth
-# The same numeric user the operator's pod security contexts name (runAsUser 65532).
+# The same numeric user the operator's pod security contexts name (runAsUser 65532), with a
+# passwd entry: kopf's peering identity calls getpass.getuser(), which raises KeyError for a uid
+# that has none. tests/cluster/image.env declares the same lines for the Docker-less build.
+RUN echo 'sleuth:x:65532:65532:sleuth:/tmp:/usr/sbin/nologin' >> /etc/passwd \
+ && echo 'sleuth:x:65532:' >> /etc/group
 USER 65532:65532
 WORKDIR /tmp
 ENTRYPOINT ["sleuth"]
