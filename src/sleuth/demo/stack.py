@@ -85,7 +85,7 @@ _PAGES = [
 ]
 
 
-class _FixtureHandler(BaseHTTPRequestHandler):
+class WebFixtureHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         query = parse_qs(urlparse(self.path).query).get("q", [""])[0].lower()
         words = {w for w in query.split() if len(w) > 3}
@@ -104,7 +104,7 @@ class _FixtureHandler(BaseHTTPRequestHandler):
 @contextlib.contextmanager
 def web_fixture() -> Any:
     """A SearxNG-compatible JSON endpoint on loopback serving canned pages."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FixtureHandler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), WebFixtureHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -1,0 +1,267 @@
+"""The platform as a platform team runs it, on a real node: the README's "On a cluster" block.
+
+`helm install` (the operator's pod runs from the operator image, holds the Lease through the
+in-cluster config and reconciles), `kubectl apply -f examples/contracts/` with only the values a
+team changes for its cluster (platform_kit), `kubectl wait --for=condition=Ready` on all three
+kinds, then the seed's question from the host through the agent's Service, answered through the
+tool service pods, PostgreSQL and the Qdrant store; `helm test`; an eval Job from the CronJob
+whose pods write the EvalSchedule's status; what the pods are placed on; and life under change.
+
+Every container of ours really runs (kubelet, containerd, runc on this machine); GPU pods go to
+kwok's simulated H100 nodes. Slow: images are cached by key, the cluster start and the rollouts
+take minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sleuth.agent.sample.contracts import SEED_QUESTION
+from tests.e2e.platform_kit import (
+    ROOT,
+    backends,
+    build_image,
+    eventually,
+    example_as_a_user_edits_it,
+    self_hosted_agent,
+    vector_store,
+    yaml_docs,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.realnode, pytest.mark.slow]
+
+RELEASE, SYSTEM = "sleuth", "sleuth-system"
+APP = "default"  # `kubectl apply -f examples/contracts/` without -n
+
+
+@dataclass
+class Platform:
+    cluster: Any
+    images: dict[str, str]  # name → ref
+
+    def kubectl(self, *args: str, **kw: Any) -> Any:
+        return self.cluster.kubectl(*args, **kw)
+
+    def get(self, *args: str) -> dict[str, Any]:
+        out: dict[str, Any] = json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+        return out
+
+    def apply(self, docs: list[dict[str, Any]]) -> None:
+        self.kubectl("apply", "-f", "-", input=yaml_docs(docs))
+
+    def service_url(self, namespace: str, name: str, port_name: str | None = None) -> str:
+        svc = self.get("service", name, "-n", namespace)
+        ports = svc["spec"]["ports"]
+        port = next(p for p in ports if port_name in (None, p.get("name")))["port"]
+        return f"http://{svc['spec']['clusterIP']}:{port}"
+
+
+def _helm_values(images: dict[str, str], *extra: str) -> list[str]:
+    repo, tag = images["sleuth"].rsplit(":", 1)
+    op_repo, op_tag = images["operator"].rsplit(":", 1)
+    return [
+        "--set", f"image.repository={repo}", "--set", f"image.tag={tag}",
+        "--set", f"operator.image.repository={op_repo}", "--set", f"operator.image.tag={op_tag}",
+        *extra,
+    ]  # fmt: skip
+
+
+def _post(url: str, body: dict[str, Any], timeout: float = 120) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read() or b"{}")
+
+
+def _pods(platform: Platform, namespace: str, selector: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = platform.get("pods", "-n", namespace, "-l", selector)["items"]
+    return items
+
+
+@pytest.fixture(scope="module")
+def platform(real_node: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+    images = {}
+    for name in ("operator", "sleuth", "testkit"):
+        archive, ref = build_image(name)
+        real_node.import_image(archive)
+        images[name] = ref
+    p = Platform(real_node, images)
+
+    # What a platform team has before sleuth: PostgreSQL, SearxNG, a model server, a store.
+    p.apply(backends(images["testkit"]))
+    store = Path(tmp_path_factory.mktemp("qdrant-store"))
+    os.chown(store, 65532, 65532)
+    p.apply(vector_store(APP, images["sleuth"], store, real_node.node_name))
+
+    # helm install, as the README says (with the images a team builds, and two replicas so that
+    # a standby can take the Lease).
+    real_node.helm(
+        "install", RELEASE, str(ROOT / "charts" / "sleuth"), "--namespace", SYSTEM,
+        "--create-namespace", *_helm_values(images, "--set", "operator.replicas=2"),
+        "--wait", "--timeout", "10m", timeout=900,
+    )  # fmt: skip
+    p.kubectl("wait", "--for=condition=complete", "job/ingest-contract-clauses", "-n", APP,
+              "--timeout=600s", timeout=660)  # fmt: skip
+    p.apply(example_as_a_user_edits_it(APP))
+    p.apply([self_hosted_agent(APP)])
+    for ns, deploy in (("data", "postgres"), ("search", "searxng"), ("models", "model")):
+        p.kubectl("rollout", "status", f"deployment/{deploy}", "-n", ns, "--timeout=600s",
+                  timeout=660)  # fmt: skip
+    yield p
+    for ns, deploy in (("data", "postgres"),):
+        log = p.kubectl("logs", f"deployment/{deploy}", "-n", ns, "--tail=50", check=False)
+        print(f"--- {ns}/{deploy}\n{log.stdout}{log.stderr}")
+    log = p.kubectl("logs", "-n", SYSTEM, "-l", "app.kubernetes.io/name=sleuth", "--tail=80",
+                    "--prefix", check=False)  # fmt: skip
+    print(f"--- operator\n{log.stdout}{log.stderr}")
+
+
+def test_every_kind_becomes_ready(platform: Platform) -> None:
+    for what in ("agentdeployment/contracts", "toolbinding --all", "evalschedule/contracts-weekly"):
+        platform.kubectl(
+            "wait", "--for=condition=Ready", *what.split(), "-n", APP, "--timeout=600s",
+            timeout=660,
+        )  # fmt: skip
+
+
+def test_the_operator_pod_runs_and_holds_the_lease(platform: Platform) -> None:
+    pods = _pods(platform, SYSTEM, "app.kubernetes.io/name=sleuth")
+    assert len(pods) == 2
+    running = [p for p in pods if p["status"]["phase"] == "Running"]
+    assert len(running) == 2, [p["status"] for p in pods]
+    for pod in pods:
+        for status in pod["status"]["containerStatuses"]:
+            assert status["restartCount"] == 0, status  # no crash loop (the getpwuid defect)
+    lease = platform.get("lease", "sleuth-operator", "-n", SYSTEM)
+    holder = lease["spec"]["holderIdentity"]
+    assert any(holder.startswith(p["metadata"]["name"]) for p in pods), holder
+
+
+def test_seed_question_is_answered_through_the_agent_service(platform: Platform) -> None:
+    url = platform.service_url(APP, "contracts-agent", "http") + "/v1/query"
+    status, body = eventually(
+        "the agent answers",
+        lambda: (lambda r: r if r[0] == 200 else None)(_post(url, {"question": SEED_QUESTION})),
+        timeout=300,
+    )
+    answer = body["answer"]
+    for fact in ("47 contracts", "8.3 M€", "clause 8.3", "Provider A", "Provider B", "7.1",
+                 "Provider C"):  # fmt: skip
+        assert fact in answer, (fact, answer)
+    cited = {c["id"] for c in body["citations"]}
+    assert {"contract-provider-a-2025#0", "contract-provider-b-2025#0",
+            "contract-provider-c-2025#0"} <= cited, cited  # fmt: skip
+    calls = [(c["tool"], c["status"]) for c in body["trace"]["tool_calls"]]
+    assert calls == [("sql_query", "ok"), ("vector_search", "ok")], calls
+
+
+def test_helm_test_succeeds(platform: Platform) -> None:
+    out = platform.cluster.helm("test", RELEASE, "--namespace", SYSTEM, "--timeout", "5m",
+                                timeout=400)  # fmt: skip
+    assert "Phase:          Succeeded" in out.stdout, out.stdout
+
+
+def test_our_pods_run_on_the_real_node_and_gpu_pods_on_h100(platform: Platform) -> None:
+    node = platform.cluster.node_name
+    pods = platform.get("pods", "-A")["items"]
+    ours = [p for p in pods if p["metadata"]["labels"].get("app.kubernetes.io/part-of") == "sleuth"
+            or p["metadata"]["namespace"] == SYSTEM]  # fmt: skip
+    assert ours
+    for pod in ours:
+        where = pod["spec"].get("nodeName", "")
+        component = pod["metadata"]["labels"].get("app.kubernetes.io/component", "operator")
+        if component == "model":
+            assert where.startswith("gpu-h100"), (pod["metadata"]["name"], where)
+        else:
+            assert where == node, (pod["metadata"]["name"], where)
+    agent = platform.get("agentdeployment", "contracts", "-n", APP)
+    ready = {c["type"]: c for c in agent["status"]["conditions"]}["Ready"]
+    assert ready["status"] == "True"
+    # Ready counts only really Ready pods: every agent pod is on the real node and Ready
+    agent_pods = _pods(platform, APP, "app.kubernetes.io/instance=contracts,app.kubernetes.io/component=agent")
+    assert len(agent_pods) == 2
+    for pod in agent_pods:
+        conds = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
+        assert conds["Ready"] == "True"
+
+
+def test_an_eval_job_writes_scores_into_the_status(platform: Platform) -> None:
+    platform.kubectl("create", "job", "--from=cronjob/contracts-weekly-eval",
+                     "contracts-weekly-now", "-n", APP)  # fmt: skip
+    platform.kubectl("wait", "--for=condition=complete", "job/contracts-weekly-now", "-n", APP,
+                     "--timeout=900s", timeout=960)  # fmt: skip
+    schedule = platform.get("evalschedule", "contracts-weekly", "-n", APP)
+    status = schedule["status"]
+    assert status["lastRunOutcome"] == "Succeeded", status
+    assert status["lastRunId"] == "contracts-weekly-now"
+    assert "toolSelectionAccuracy" in status["scores"], status["scores"]
+
+
+def test_deleting_an_agent_pod_under_traffic_is_absorbed(platform: Platform) -> None:
+    url = platform.service_url(APP, "contracts-agent", "http") + "/v1/query"
+    codes: list[int] = []
+    stop = threading.Event()
+
+    def traffic() -> None:
+        deadline = time.monotonic() + 240
+        while not stop.is_set() and time.monotonic() < deadline and len(codes) < 200:
+            try:
+                codes.append(_post(url, {"question": SEED_QUESTION}, timeout=60)[0])
+            except OSError:
+                codes.append(-1)
+
+    thread = threading.Thread(target=traffic)
+    thread.start()
+    try:
+        time.sleep(3)
+        victim = _pods(platform, APP, "app.kubernetes.io/instance=contracts,app.kubernetes.io/component=agent")[0]
+        platform.kubectl("delete", "pod", victim["metadata"]["name"], "-n", APP, "--wait=false")
+        platform.kubectl("rollout", "status", "deployment/contracts-agent", "-n", APP,
+                         "--timeout=300s", timeout=330)  # fmt: skip
+        time.sleep(5)
+    finally:
+        stop.set()
+        thread.join()
+    assert codes, "no request was sent"
+    assert all(c == 200 for c in codes), codes
+
+
+def test_killing_the_leader_hands_the_lease_to_the_standby(platform: Platform) -> None:
+    lease = platform.get("lease", "sleuth-operator", "-n", SYSTEM)
+    holder = lease["spec"]["holderIdentity"]
+    leader = next(
+        p["metadata"]["name"]
+        for p in _pods(platform, SYSTEM, "app.kubernetes.io/name=sleuth")
+        if holder.startswith(p["metadata"]["name"])
+    )
+    platform.kubectl("delete", "pod", leader, "-n", SYSTEM, "--grace-period=0", "--force")
+
+    def new_holder() -> str | None:
+        spec = platform.get("lease", "sleuth-operator", "-n", SYSTEM)["spec"]
+        h = str(spec.get("holderIdentity") or "")
+        return h if h and not h.startswith(leader) else None
+
+    eventually("the standby takes the Lease", new_holder, timeout=120)
+    # ... and reconciles: a deleted child comes back
+    platform.kubectl("delete", "configmap", "contracts-agent", "-n", APP)
+    eventually(
+        "the new leader restores the agent's ConfigMap",
+        lambda: platform.kubectl("get", "configmap", "contracts-agent", "-n", APP, check=False)
+        .returncode == 0,
+        timeout=120,
+    )
