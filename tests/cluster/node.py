@@ -869,18 +869,24 @@ def kube_proxy_config(kubeconfig: Path) -> dict[str, Any]:
 
 
 def corefile(kubeconfig: Path) -> str:
-    # No `forward`: names outside the cluster domain are not resolved (no upstream).
-    return f""".:53 {{
+    # The cluster's zones from the API server; every other name gets NXDOMAIN: there is no
+    # `forward`, so no upstream.
+    return f"""{CLUSTER_DOMAIN}:53 in-addr.arpa:53 ip6.arpa:53 {{
     bind {NODE_IP}
     errors
     ready 127.0.0.1:{DNS_READY}
     kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
         kubeconfig {kubeconfig} sleuth
         pods insecure
-        fallthrough in-addr.arpa ip6.arpa
         ttl 5
     }}
     cache 5
+}}
+.:53 {{
+    bind {NODE_IP}
+    template ANY ANY {{
+        rcode NXDOMAIN
+    }}
 }}
 """
 
@@ -1066,6 +1072,7 @@ def up(kubeconfig: Path, cluster: str, extra_images: list[Path]) -> dict[str, An
         "node_ip": NODE_IP,
         "run_containerd_existed": Path("/run/containerd").exists(),
         "var_lib_cni_existed": Path("/var/lib/cni").exists(),
+        "var_log_containers_existed": Path("/var/log/containers").exists(),
         "procs": {},
     }
     save_state(state)
@@ -1322,6 +1329,9 @@ def down() -> list[str]:
         f.unlink(missing_ok=True)
     if state and not state.get("var_lib_cni_existed", True):
         shutil.rmtree("/var/lib/cni", ignore_errors=True)
+    if state and not state.get("var_log_containers_existed", True):
+        with contextlib.suppress(OSError):
+            Path("/var/log/containers").rmdir()  # only when empty: kubelet made it for our pods
     if not problems:
         shutil.rmtree(RUN, ignore_errors=True)
     else:  # keep the state (and the saved sysctls) so a second `down` can finish the job
