@@ -49,13 +49,17 @@ def cache() -> Path:
 def eventually(
     what: str, probe: Callable[[], T | None], timeout: float = 60, every: float = 0.5
 ) -> T:
-    """Poll probe() until it returns something truthy; fail with the last value after timeout."""
+    """Poll probe() until it returns something truthy; fail with the last value after timeout.
+
+    An AssertionError or OSError (e.g. connection refused before kube-proxy has programmed a new
+    Service) counts as "not yet".
+    """
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:
         try:
             last = probe()
-        except AssertionError as err:
+        except (AssertionError, OSError) as err:
             last = err
         else:
             if last:

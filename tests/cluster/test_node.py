@@ -120,8 +120,17 @@ def test_node_is_real_ready_and_not_taken_by_kwok(real_node: RealNodeCluster) ->
     assert all(fake in n["spec"]["taints"] for n in cpu)
 
 
+def _gid(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[2]) for line in f if line.startswith("Gid:"))
+
+
 def test_network_rule_holds(real_node: RealNodeCluster) -> None:
     assert json.loads(real_node.node("check-network").stdout) == []
+    # Every node process runs with the group whose packets to an uplink are dropped.
+    procs = real_node.status()["procs"]
+    assert set(procs) == {"containerd", "kubelet", "kube-proxy", "coredns"}
+    assert {name: _gid(p["pid"]) for name, p in procs.items()} == dict.fromkeys(procs, 64250)
     route = subprocess.run(["ip", "route", "get", "10.0.0.10"], capture_output=True, text=True)
     assert "dev sleuth0" in route.stdout
     mangle = subprocess.run(
@@ -200,6 +209,35 @@ def test_pods_have_no_route_off_the_machine(
     )
     assert proc.returncode != 0
     assert "network is unreachable" in proc.stderr
+
+
+def test_an_image_that_was_not_imported_cannot_be_pulled(
+    real_node: RealNodeCluster, node_namespace: str
+) -> None:
+    """containerd's attempt to reach a registry is refused on this host, before any packet leaves.
+
+    (Its DNS query to the host's resolver is dropped by the guard rule for the node's group.)
+    """
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "nopull", "namespace": node_namespace},
+        "spec": {"containers": [{"name": "c", "image": "sleuth.invalid/nothing:1"}]},
+    }
+    real_node.kubectl("apply", "-f", "-", input=json.dumps(pod))
+
+    def pull_error() -> str | None:
+        got = real_node.get("pod", "nopull", "-n", node_namespace)
+        for status in got["status"].get("containerStatuses", []):
+            waiting = status["state"].get("waiting", {})
+            if waiting.get("reason") in ("ErrImagePull", "ImagePullBackOff") and waiting.get(
+                "message"
+            ):
+                return str(waiting["message"])
+        return None
+
+    message = eventually("the pull fails", pull_error, 90)
+    assert "operation not permitted" in message
 
 
 def test_job_runs_to_completion(real_node: RealNodeCluster, node_namespace: str) -> None:
