@@ -83,12 +83,14 @@ def save_state(state: dict[str, Any]) -> None:
 
 
 def start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat)."""
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), or None
+    when it is gone or a zombie (dead, waiting for whoever adopted it to reap it)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])
 
 
 def alive(proc: dict[str, Any]) -> bool:
