@@ -22,6 +22,7 @@ for the one node.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -178,6 +179,28 @@ def _unavailable(reason: str) -> None:
     pytest.skip(f"real node unavailable: {reason}")
 
 
+def _reap_dead_sessions(bin_dir: Path) -> None:
+    """Tear down real-node clusters of test sessions whose process is gone (killed runs), and
+    with them the node if it is theirs. A node somebody started by hand is left alone."""
+    env = {**os.environ, "KWOK_WORKDIR": str(cache() / "kwok")}
+    listed = subprocess.run(
+        [str(bin_dir / "kwokctl"), "get", "clusters"], capture_output=True, text=True, env=env
+    )
+    names = set(listed.stdout.split())
+    state = Path("/run/sleuth-node/state.json")
+    if state.exists():
+        with contextlib.suppress(ValueError):
+            names.add(str(json.loads(state.read_text()).get("cluster", "")))
+    for name in sorted(names):
+        pid = name.removeprefix("sleuth-node-")
+        if name.startswith("sleuth-node-") and pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            subprocess.run(
+                [str(CLUSTER_DIR / "down.sh")],
+                env={**env, "SLEUTH_CLUSTER": name},
+                capture_output=True,
+            )
+
+
 def _missing_packages() -> list[str]:
     tools = ("containerd", "ctr", "runc", "iptables", "conntrack", "openssl", "ip", "go")
     missing = [t for t in tools if not shutil.which(t)]
@@ -213,6 +236,7 @@ def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNodeClus
                 )
             time.sleep(2)
 
+    _reap_dead_sessions(bin_dir)
     name = f"sleuth-node-{os.getpid()}"
     env = {**os.environ, "SLEUTH_CLUSTER": name}
     snapshot = tmp_path_factory.mktemp("real-node") / "sysctls.json"
