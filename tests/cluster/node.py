@@ -4,7 +4,9 @@
     tests/cluster/node.sh down                          # stop it and undo everything it changed
     tests/cluster/node.sh status                        # JSON: PIDs, RSS, images, addresses
     tests/cluster/node.sh import ARCHIVE...             # import OCI archives into containerd
-    tests/cluster/node.sh leftovers                     # JSON list of what a `down` failed to undo
+    tests/cluster/node.sh leftovers [--sysctls F]       # JSON list of what a `down` failed to undo
+    tests/cluster/node.sh check-network                 # JSON list of what breaks the network rule
+    tests/cluster/node.sh sysctls                       # JSON snapshot of the sysctls it watches
 
 (``tests/cluster/up.sh --real-node`` starts a cluster and calls ``up``; ``down.sh`` calls
 ``down``.) Everything runs as background processes of this host whose PIDs (with their start
@@ -21,8 +23,11 @@ DNAT'ed from a service IP are dropped; and every node process runs with its own 
 packets to an uplink are dropped — so containerd cannot even try to pull an image that was not
 imported. ``up`` checks the routes and rules before it returns.
 
-Standard library only (plus openssl, iproute2, iptables, conntrack, containerd, runc and the CNI
-plugins from Debian, and the binaries tests/cluster/build.sh builds).
+Layout: node_config.py (addresses, paths, configuration files), node_host.py (processes,
+sysctls, bridge, guard rules, chains, mounts, cgroups, certificates), node_images.py (the pause
+and probe images), this file (up, down, leftovers, the CLI). Standard library only, plus
+openssl, iproute2, iptables, conntrack, containerd, runc and the CNI plugins from Debian, and
+the binaries tests/cluster/build.sh builds.
 """
 
 from __future__ import annotations
@@ -99,45 +104,21 @@ from node_host import (
 )
 from node_images import build_image, import_images
 
+NEEDS_BUILT = ("kubelet", "kube-proxy", "coredns", "kubectl", "crictl")
+NEEDS_TOOLS = ("containerd", "ctr", "runc", "containerd-shim-runc-v2", "iptables", "conntrack")
+NEEDS_TOOLS += ("openssl", "ip", "go")
+NEEDS_CNI = ("bridge", "host-local", "loopback", "portmap")
+
 
 def require() -> None:
     if os.geteuid() != 0:
         raise SystemExit("node.py: the real node needs root (network, mounts, cgroups)")
-    missing = [
-        str(BIN / b)
-        for b in ("kubelet", "kube-proxy", "coredns", "kubectl")
-        if not (BIN / b).exists()
-    ]
-    missing += [
-        b
-        for b in (
-            "containerd",
-            "ctr",
-            "runc",
-            "containerd-shim-runc-v2",
-            "iptables",
-            "conntrack",
-            "openssl",
-            "ip",
-            "go",
-        )
-        if not shutil.which(b)
-    ]
-    missing += [
-        p
-        for p in (
-            "/usr/lib/cni/bridge",
-            "/usr/lib/cni/host-local",
-            "/usr/lib/cni/loopback",
-            "/usr/lib/cni/portmap",
-        )
-        if not Path(p).exists()
-    ]
+    missing = [str(BIN / b) for b in NEEDS_BUILT if not (BIN / b).exists()]
+    missing += [t for t in NEEDS_TOOLS if not shutil.which(t)]
+    missing += [f"/usr/lib/cni/{p}" for p in NEEDS_CNI if not Path(f"/usr/lib/cni/{p}").exists()]
     if missing:
         raise SystemExit(
-            "node.py: missing "
-            + ", ".join(missing)
-            + " (tests/cluster/build.sh; make node-packages)"
+            f"node.py: missing {', '.join(missing)} (tests/cluster/build.sh; make node-packages)"
         )
 
 
