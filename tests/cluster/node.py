@@ -105,8 +105,17 @@ from node_host import (
 from node_images import build_image, import_images
 
 NEEDS_BUILT = ("kubelet", "kube-proxy", "coredns", "kubectl", "crictl")
-NEEDS_TOOLS = ("containerd", "ctr", "runc", "containerd-shim-runc-v2", "iptables", "conntrack")
-NEEDS_TOOLS += ("openssl", "ip", "go")
+NEEDS_TOOLS = [
+    "containerd",
+    "ctr",
+    "runc",
+    "containerd-shim-runc-v2",
+    "iptables",
+    "conntrack",
+    "openssl",
+    "ip",
+    "go",
+]
 NEEDS_CNI = ("bridge", "host-local", "loopback", "portmap")
 
 
