@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: help setup venv bins promtool test lint demo cluster-up cluster-down crds bench clean
+.PHONY: help setup venv bins promtool node-packages test lint demo cluster-up cluster-up-real-node cluster-down crds bench clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -32,7 +32,16 @@ promtool:  ## Prometheus (server, for tests/operator/test_cluster_prometheus.py)
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
-setup: venv bins promtool  ## everything the test suite needs
+# The real worker node's runtime (tests/cluster/node.sh): containerd, runc and the CNI plugins,
+# plus the tools the node's set-up and teardown use.
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack iproute2 openssl
+node-packages:  ## containerd, runc, CNI plugins, iptables, conntrack from Debian (the real node)
+	@command -v containerd >/dev/null && command -v runc >/dev/null && test -x /usr/lib/cni/bridge && \
+	  command -v iptables >/dev/null && command -v conntrack >/dev/null && command -v ip >/dev/null && \
+	  command -v openssl >/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(NODE_PACKAGES) >/dev/null; }
+
+setup: venv bins promtool node-packages  ## everything the test suite needs
 
 test: setup  ## the whole test suite, set-up included (what CI runs)
 	$(PY) tests/run.py $(PYTEST_ARGS)
@@ -48,7 +57,10 @@ demo: venv  ## the main job on embedded defaults: the seed question answered end
 cluster-up: bins  ## start a simulated cluster by hand; prints the kubeconfig
 	tests/cluster/up.sh
 
-cluster-down:  ## stop it
+cluster-up-real-node: bins node-packages  ## the same, with this machine joined as a real worker node
+	tests/cluster/up.sh --real-node
+
+cluster-down:  ## stop it (and the real node, if it belongs to that cluster)
 	tests/cluster/down.sh
 
 clean:  ## remove the virtual environment and build output (the binary cache stays)

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# Stop and delete the test control plane started by up.sh.
+# Stop and delete the test control plane started by up.sh (and the real node, if it belongs to
+# this cluster), and release its ports.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 name="${SLEUTH_CLUSTER:-sleuth}"
 cache="${SLEUTH_CACHE:-$HOME/.cache/sleuth}"
 export KWOK_WORKDIR="$cache/kwok"
 kwokctl="$cache/bin/current/kwokctl"
-[[ -x "$kwokctl" ]] || { echo "no kwokctl in $cache/bin/current; nothing to stop" >&2; exit 0; }
-"$kwokctl" delete cluster --name "$name" >&2 || true
-rm -f "$cache/kwok/$name.kubeconfig"
+rc=0
+state=/run/sleuth-node/state.json
+if [[ -f "$state" ]] && python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1])).get("cluster") != sys.argv[2])' "$state" "$name"; then
+  "$here/node.sh" down >&2 || rc=$?
+fi
+if [[ -x "$kwokctl" ]]; then
+  "$kwokctl" delete cluster --name "$name" >&2 || true
+else
+  echo "no kwokctl in $cache/bin/current; no cluster to stop" >&2
+fi
+rm -f "$cache/kwok/$name.kubeconfig" "$cache/kwok/$name.kwokctl.yaml"
+python3 "$here/ports.py" release "$name"
+exit "$rc"

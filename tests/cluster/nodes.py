@@ -4,6 +4,10 @@
 
 H100 nodes carry the GPU product label, 8 allocatable ``nvidia.com/gpu`` and the
 ``nvidia.com/gpu=present:NoSchedule`` taint, as the NVIDIA GPU operator sets them on real nodes.
+
+``--taint-cpu`` (used by ``up.sh --real-node``) also gives the simulated CPU nodes the taint
+``kwok.x-k8s.io/node=fake:NoSchedule``, so that a CPU pod which does not tolerate it runs on the
+real node instead of being faked Ready by kwok.
 """
 
 from __future__ import annotations
@@ -13,11 +17,20 @@ import json
 from typing import Any
 
 H100_PRODUCT = "NVIDIA-H100-80GB-HBM3"
+FAKE_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
 
 
-def node(name: str, *, gpus: int, cpu: str, memory: str, labels: dict[str, str]) -> dict[str, Any]:
+def node(
+    name: str,
+    *,
+    gpus: int,
+    cpu: str,
+    memory: str,
+    labels: dict[str, str],
+    taints: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
     capacity = {"cpu": cpu, "memory": memory, "pods": "110", "ephemeral-storage": "500Gi"}
-    taints: list[dict[str, str]] = []
+    taints = list(taints or [])
     if gpus:
         capacity["nvidia.com/gpu"] = str(gpus)
         taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
@@ -43,7 +56,7 @@ def node(name: str, *, gpus: int, cpu: str, memory: str, labels: dict[str, str])
     }
 
 
-def nodes(h100: int, cpu: int) -> dict[str, Any]:
+def nodes(h100: int, cpu: int, *, taint_cpu: bool = False) -> dict[str, Any]:
     items = [
         node(
             f"gpu-h100-{i}",
@@ -58,7 +71,11 @@ def nodes(h100: int, cpu: int) -> dict[str, Any]:
         )
         for i in range(h100)
     ]
-    items += [node(f"cpu-{i}", gpus=0, cpu="32", memory="128Gi", labels={}) for i in range(cpu)]
+    cpu_taints = [FAKE_TAINT] if taint_cpu else []
+    items += [
+        node(f"cpu-{i}", gpus=0, cpu="32", memory="128Gi", labels={}, taints=cpu_taints)
+        for i in range(cpu)
+    ]
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
@@ -66,8 +83,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--h100", type=int, default=4, help="number of simulated 8×H100 nodes")
     parser.add_argument("--cpu", type=int, default=2, help="number of CPU-only nodes")
+    parser.add_argument(
+        "--taint-cpu",
+        action="store_true",
+        help="taint the CPU nodes kwok.x-k8s.io/node=fake:NoSchedule (a real node is present)",
+    )
     args = parser.parse_args()
-    print(json.dumps(nodes(args.h100, args.cpu), indent=1))
+    print(json.dumps(nodes(args.h100, args.cpu, taint_cpu=args.taint_cpu), indent=1))
 
 
 if __name__ == "__main__":

@@ -3,17 +3,28 @@
 # kwok-controller as host processes (kwokctl's binary runtime, pointed at binaries built from the
 # Go module proxy — nothing is downloaded), then simulated nodes and the prometheus-operator CRDs.
 #
-#   tests/cluster/up.sh [--h100 N] [--cpu N]     # prints the kubeconfig path on stdout
+#   tests/cluster/up.sh [--h100 N] [--cpu N] [--real-node]    # prints the kubeconfig path on stdout
+#
+# --real-node also joins this machine as a real worker node (tests/cluster/node.sh up: containerd,
+# kubelet, kube-proxy, CoreDNS) and taints the simulated CPU nodes kwok.x-k8s.io/node=fake:NoSchedule
+# so CPU pods run for real. One real node per machine.
+#
+# Every cluster gets (the kwokctl configuration written below): its own pinned ports (ports.py),
+# no leader election in kube-controller-manager and kube-scheduler, a kwok-controller that manages
+# only nodes annotated kwok.x-k8s.io/node=fake, and a kube-apiserver ready for a real kubelet
+# (kubelet client certificate, InternalIP first, advertise address and serving-cert SANs that
+# pods can reach). Kwok-only clusters behave as before otherwise.
 #
 # Environment: SLEUTH_CLUSTER (cluster name, default "sleuth"), SLEUTH_CACHE (build cache).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/versions.env"
-h100=4 cpu=2
+h100=4 cpu=2 real_node=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --h100) h100="$2"; shift 2 ;;
     --cpu) cpu="$2"; shift 2 ;;
+    --real-node) real_node=1; shift ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -26,13 +37,52 @@ export PATH="$bin:$PATH"
 kubeconfig="$KWOK_WORKDIR/clusters/$name/kubeconfig.yaml"
 log() { printf '[cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
+# The real node's addresses (tests/cluster/node.py): the bridge address is the node IP and the
+# kube-apiserver's advertise address; 10.0.0.1 is the first IP of the service CIDR.
+NODE_IP=10.244.0.1
+SERVICE_CIDR=10.0.0.0/24
+FIRST_SERVICE_IP=10.0.0.1
+
 t0=$(date +%s.%N)
 if kwokctl get clusters 2>/dev/null | grep -qx "$name"; then
   log "cluster $name exists; deleting it first"
   kwokctl delete cluster --name "$name" >&2 || true
 fi
-log "starting cluster $name (Kubernetes $KUBERNETES_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION)"
-kwokctl create cluster --name "$name" --runtime binary \
+base="$(python3 "$here/ports.py" claim "$name")"
+pki="$KWOK_WORKDIR/clusters/$name/pki"
+config="$KWOK_WORKDIR/$name.kwokctl.yaml"
+cat > "$config" <<YAML
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  etcdPort: $((base + 0))
+  etcdPeerPort: $((base + 1))
+  kubeApiserverPort: $((base + 2))
+  kubeControllerManagerPort: $((base + 3))
+  kubeSchedulerPort: $((base + 4))
+  kwokControllerPort: $((base + 5))
+  kubeApiserverCertSANs: ["$NODE_IP", "$FIRST_SERVICE_IP"]
+componentsPatches:
+- name: kube-apiserver
+  extraArgs:
+  - {key: service-cluster-ip-range, value: "$SERVICE_CIDR"}
+  - {key: advertise-address, value: "$NODE_IP"}
+  - {key: kubelet-client-certificate, value: "$pki/admin.crt"}
+  - {key: kubelet-client-key, value: "$pki/admin.key"}
+  - {key: kubelet-preferred-address-types, value: "InternalIP,Hostname"}
+- name: kube-controller-manager
+  extraArgs:
+  - {key: leader-elect, value: "false"}
+- name: kube-scheduler
+  extraArgs:
+  - {key: leader-elect, value: "false"}
+- name: kwok-controller
+  extraArgs:
+  - {key: manage-all-nodes, value: "false", override: true}
+  - {key: manage-nodes-with-annotation-selector, value: "kwok.x-k8s.io/node=fake"}
+YAML
+log "starting cluster $name (Kubernetes $KUBERNETES_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION; ports $base-$((base + 5)))"
+kwokctl --config "$config" create cluster --name "$name" --runtime binary \
   --etcd-binary "$bin/etcd" \
   --kube-apiserver-binary "$bin/kube-apiserver" \
   --kube-controller-manager-binary "$bin/kube-controller-manager" \
@@ -41,8 +91,10 @@ kwokctl create cluster --name "$name" --runtime binary \
   --kubeconfig "$cache/kwok/$name.kubeconfig" \
   --wait 120s >&2
 export KUBECONFIG="$kubeconfig"
-log "adding $h100 simulated H100 nodes and $cpu CPU nodes"
-python3 "$here/nodes.py" --h100 "$h100" --cpu "$cpu" | kubectl apply -f - >/dev/null
+taint=()
+if (( real_node )); then taint=(--taint-cpu); fi
+log "adding $h100 simulated H100 nodes and $cpu CPU nodes${taint:+ (tainted kwok.x-k8s.io/node=fake:NoSchedule)}"
+python3 "$here/nodes.py" --h100 "$h100" --cpu "$cpu" "${taint[@]}" | kubectl apply -f - >/dev/null
 log "installing prometheus-operator $PROMETHEUS_OPERATOR_VERSION CRDs"
 crds="$cache/crds/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
 kubectl apply --server-side -f "$crds/monitoring.coreos.com_prometheusrules.yaml" \
@@ -56,5 +108,9 @@ for _ in $(seq 1 360); do  # up to 3 min: kube-controller-manager starts slowly 
   sleep 0.5
 done
 kubectl get serviceaccount default -n default >/dev/null
+if (( real_node )); then
+  log "joining this machine as the real node"
+  "$here/node.sh" up --kubeconfig "$kubeconfig" --cluster "$name" >/dev/null
+fi
 log "cluster $name ready in $(python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),1))" "$t0") s"
 echo "$kubeconfig"

@@ -1,0 +1,3 @@
+module sleuth.local/testimages
+
+go 1.24
