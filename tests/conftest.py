@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,6 +21,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER_DIR = ROOT / "tests" / "cluster"
+
+# One real node per machine: its session fixture is registered here, once, for every folder
+# that needs it (tests/cluster, tests/e2e) — two registrations would compete for the node.
+sys.path.insert(0, str(CLUSTER_DIR))
+from realnode_kit import node_namespace, real_node  # noqa: E402
+
+__all__ = ["node_namespace", "real_node"]
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from sleuth.agent.sample.contracts import SEED_PARAMS, SEED_QUESTION, SEED_SQL
+from sleuth.agent.sample.contracts import SEED_PARAMS, SEED_SQL
 from sleuth.scripted import Match, Rule, Scenario, ScriptedResponse, seed_latency_profile
 from sleuth.scripted import ScriptedToolCall as Call
 
@@ -138,7 +138,9 @@ def example_as_a_user_edits_it(namespace: str) -> list[dict[str, Any]]:
 def self_hosted_agent(namespace: str) -> dict[str, Any]:
     """The example's AgentDeployment as written (vLLM on 4 H100s), under another name: its model
     pod lands on the simulated H100 nodes, its agent pods run for real."""
-    (doc,) = [d for d in _docs(EXAMPLES / "10-agentdeployment.yaml") if d["kind"] == "AgentDeployment"]
+    (doc,) = [
+        d for d in _docs(EXAMPLES / "10-agentdeployment.yaml") if d["kind"] == "AgentDeployment"
+    ]
     doc = copy.deepcopy(doc)
     doc["metadata"] = {"name": "contracts-vllm", "namespace": namespace}
     doc["spec"]["agent"]["replicas"] = 1
@@ -254,7 +256,9 @@ def backends(testkit: str) -> list[dict[str, Any]]:
         ],
     )
 
-    docs.append(_configmap("searxng-script", "search", {"searxng.py": (PODS / "searxng.py").read_text()}))
+    docs.append(
+        _configmap("searxng-script", "search", {"searxng.py": (PODS / "searxng.py").read_text()})
+    )
     web = _container("searxng", testkit, [], 8080)
     web["command"] = ["python", "/scripts/searxng.py"]
     web["volumeMounts"].append({"name": "scripts", "mountPath": "/scripts"})
@@ -267,7 +271,15 @@ def backends(testkit: str) -> list[dict[str, Any]]:
     model = _container(
         "model",
         testkit,
-        ["scripted-model", "--scenario", "/scenario/seed.json", "--host", "0.0.0.0", "--port", "8000"],
+        [
+            "scripted-model",
+            "--scenario",
+            "/scenario/seed.json",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "8000",
+        ],
         8000,
     )
     model["volumeMounts"].append({"name": "scenario", "mountPath": "/scenario"})

@@ -26,9 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from sleuth.agent.sample.contracts import SEED_QUESTION
-from tests.e2e.platform_kit import (
+from platform_kit import (
     ROOT,
     backends,
     build_image,
@@ -38,6 +36,8 @@ from tests.e2e.platform_kit import (
     vector_store,
     yaml_docs,
 )
+
+from sleuth.agent.sample.contracts import SEED_QUESTION
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode, pytest.mark.slow]
 
@@ -154,7 +154,7 @@ def test_the_operator_pod_runs_and_holds_the_lease(platform: Platform) -> None:
 
 def test_seed_question_is_answered_through_the_agent_service(platform: Platform) -> None:
     url = platform.service_url(APP, "contracts-agent", "http") + "/v1/query"
-    status, body = eventually(
+    _, body = eventually(
         "the agent answers",
         lambda: (lambda r: r if r[0] == 200 else None)(_post(url, {"question": SEED_QUESTION})),
         timeout=300,
@@ -193,7 +193,9 @@ def test_our_pods_run_on_the_real_node_and_gpu_pods_on_h100(platform: Platform) 
     ready = {c["type"]: c for c in agent["status"]["conditions"]}["Ready"]
     assert ready["status"] == "True"
     # Ready counts only really Ready pods: every agent pod is on the real node and Ready
-    agent_pods = _pods(platform, APP, "app.kubernetes.io/instance=contracts,app.kubernetes.io/component=agent")
+    agent_pods = _pods(
+        platform, APP, "app.kubernetes.io/instance=contracts,app.kubernetes.io/component=agent"
+    )
     assert len(agent_pods) == 2
     for pod in agent_pods:
         conds = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
@@ -229,7 +231,9 @@ def test_deleting_an_agent_pod_under_traffic_is_absorbed(platform: Platform) -> 
     thread.start()
     try:
         time.sleep(3)
-        victim = _pods(platform, APP, "app.kubernetes.io/instance=contracts,app.kubernetes.io/component=agent")[0]
+        victim = _pods(
+            platform, APP, "app.kubernetes.io/instance=contracts,app.kubernetes.io/component=agent"
+        )[0]
         platform.kubectl("delete", "pod", victim["metadata"]["name"], "-n", APP, "--wait=false")
         platform.kubectl("rollout", "status", "deployment/contracts-agent", "-n", APP,
                          "--timeout=300s", timeout=330)  # fmt: skip
@@ -261,7 +265,11 @@ def test_killing_the_leader_hands_the_lease_to_the_standby(platform: Platform) -
     platform.kubectl("delete", "configmap", "contracts-agent", "-n", APP)
     eventually(
         "the new leader restores the agent's ConfigMap",
-        lambda: platform.kubectl("get", "configmap", "contracts-agent", "-n", APP, check=False)
-        .returncode == 0,
+        lambda: (
+            platform.kubectl(
+                "get", "configmap", "contracts-agent", "-n", APP, check=False
+            ).returncode
+            == 0
+        ),
         timeout=120,
     )

@@ -34,7 +34,7 @@ async def load() -> None:
     await admin.close()
     conn = await asyncpg.connect(host=SOCKET, port=5432, user="postgres", database="contracts")
     await load_postgres(conn)
-    await conn.execute(Path("/sql/readonly-role.sql").read_text())
+    await conn.execute(Path("/sql/readonly-role.sql").read_text())  # noqa: ASYNC240  (once)
     password = os.environ["READER_PASSWORD"].replace("'", "''")
     await conn.execute(f"ALTER ROLE sleuth_reader PASSWORD '{password}'")
     await conn.close()
@@ -42,8 +42,18 @@ async def load() -> None:
 
 def main() -> int:
     subprocess.run(
-        [str(BIN / "initdb"), "-D", str(DATA), "-U", "postgres", "--auth-local=trust",
-         "--auth-host=scram-sha-256", "-E", "UTF8", "--no-instructions"],
+        [
+            str(BIN / "initdb"),
+            "-D",
+            str(DATA),
+            "-U",
+            "postgres",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "-E",
+            "UTF8",
+            "--no-instructions",
+        ],
         check=True,
     )
     with (DATA / "pg_hba.conf").open("a") as hba:
