@@ -31,6 +31,8 @@ EXAMPLES = ROOT / "examples" / "contracts"
 T = TypeVar("T")
 
 READER_PASSWORD = "e2e-reader-password"
+# The real node has 2 cores: the agents request a tenth of the default CPU (a team sizes them).
+SMALL_NODE = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1536Mi"}}
 MODEL_URL = "http://model.models.svc:8000/v1"
 SEED_SEARCH = "EU provider contracts 2025 amount above 100k special conditions recurring clauses"
 ANSWER = (
@@ -127,6 +129,7 @@ def example_as_a_user_edits_it(namespace: str) -> list[dict[str, Any]]:
             )
         if kind == "AgentDeployment":
             doc["spec"]["model"] = {"endpoint": MODEL_URL, "servedModelName": "scripted"}
+            doc["spec"]["agent"]["resources"] = SMALL_NODE
         if kind == "ToolBinding" and doc["spec"]["type"] == "vector_search":
             settings = doc["spec"]["vectorSearch"]
             settings.pop("url")
@@ -144,6 +147,7 @@ def self_hosted_agent(namespace: str) -> dict[str, Any]:
     doc = copy.deepcopy(doc)
     doc["metadata"] = {"name": "contracts-vllm", "namespace": namespace}
     doc["spec"]["agent"]["replicas"] = 1
+    doc["spec"]["agent"]["resources"] = SMALL_NODE
     return doc
 
 
@@ -267,7 +271,13 @@ def backends(testkit: str) -> list[dict[str, Any]]:
         "searxng", "search", web, [{"name": "scripts", "configMap": {"name": "searxng-script"}}]
     )
 
-    docs.append(_configmap("model-scenario", "models", {"seed.json": json.dumps(seed_scenario())}))
+    docs.append(
+        _configmap(
+            "model-scenario",
+            "models",
+            {"seed.json": json.dumps(seed_scenario()), "judge.py": (PODS / "judge.py").read_text()},
+        )
+    )
     model = _container(
         "model",
         testkit,
@@ -275,6 +285,8 @@ def backends(testkit: str) -> list[dict[str, Any]]:
             "scripted-model",
             "--scenario",
             "/scenario/seed.json",
+            "--responder",
+            "/scenario/judge.py:respond",
             "--host",
             "0.0.0.0",
             "--port",

@@ -166,7 +166,8 @@ def test_seed_question_is_answered_through_the_agent_service(platform: Platform)
     cited = {c["id"] for c in body["citations"]}
     assert {"contract-provider-a-2025#0", "contract-provider-b-2025#0",
             "contract-provider-c-2025#0"} <= cited, cited  # fmt: skip
-    calls = [(c["tool"], c["status"]) for c in body["trace"]["tool_calls"]]
+    steps = body["trace"]["steps"]
+    calls = [(c["tool"], c["status"]) for s in steps if s["kind"] == "tools" for c in s["calls"]]
     assert calls == [("sql_query", "ok"), ("vector_search", "ok")], calls
 
 

@@ -11,6 +11,7 @@ server runs in the foreground until the pod stops.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import signal
 import subprocess
@@ -19,11 +20,14 @@ import time
 from pathlib import Path
 
 import asyncpg
-import pgserver
 
 from sleuth.agent.sample.contracts import load_postgres
 
-BIN = Path(pgserver.__file__).parent / "pginstall" / "bin"
+# The wheel's binaries, found without importing pgserver (its import wants a runtime folder).
+_SPEC = importlib.util.find_spec("pgserver")
+assert _SPEC is not None
+assert _SPEC.origin is not None
+BIN = Path(_SPEC.origin).parent / "pginstall" / "bin"
 DATA = Path(os.environ.get("PGDATA", "/var/lib/postgresql/data"))
 SOCKET = "/tmp"
 

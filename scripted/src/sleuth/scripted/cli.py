@@ -6,8 +6,11 @@ Also runnable as ``python -m sleuth.scripted``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
+from pathlib import Path
 from typing import Any
 
+from sleuth.scripted.app import Responder, ScriptState, create_app
 from sleuth.scripted.scenario import Scenario, load_scenario, seed_latency_profile
 
 
@@ -16,21 +19,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
     parser.add_argument(
+        "--responder",
+        metavar="FILE:FUNCTION",
+        help="a Python file and a function in it, called with each chat request body before "
+        "the scenario's rules; it returns a ScriptedResponse, or None to let the rules answer",
+    )
+    parser.add_argument(
         "--seed-latency",
         action="store_true",
         help="override the scenario's latency with the seed article's profile",
     )
 
 
+def load_responder(spec: str | None) -> Responder | None:
+    """``FILE:FUNCTION`` → that function (the file is loaded as a module of its own)."""
+    if not spec:
+        return None
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path or not name:
+        raise SystemExit(f"--responder: expected FILE:FUNCTION, got {spec!r}")
+    loaded = importlib.util.spec_from_file_location(Path(path).stem, path)
+    if loaded is None or loaded.loader is None:
+        raise SystemExit(f"--responder: cannot load {path}")
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    function: Responder = getattr(module, name)
+    return function
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
-
-    from sleuth.scripted.app import ScriptState, create_app
 
     scenario = load_scenario(args.scenario) if args.scenario else Scenario()
     if args.seed_latency:
         scenario = scenario.model_copy(update={"latency": seed_latency_profile()})
-    app = create_app(ScriptState(scenario))
+    app = create_app(ScriptState(scenario, load_responder(args.responder)))
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0
 

@@ -22,10 +22,11 @@ from typing import Any, Self
 import httpx
 import uvicorn
 
+from sleuth.core.process import LOOPBACK, NotHealthy, free_port, stop_process, wait_healthy
 from sleuth.scripted.app import Responder, ScriptState, create_app
 from sleuth.scripted.scenario import Scenario
 
-HOST = "127.0.0.1"
+HOST = LOOPBACK
 
 
 class _Runner:
@@ -111,13 +112,6 @@ class ScriptedServer(_Runner):
         self.state.replace(scenario)
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 class ScriptedProcess(_Runner):
     """The scripted server as a child process (``python -m sleuth.scripted``).
 
@@ -139,28 +133,22 @@ class ScriptedProcess(_Runner):
         cmd += ["--host", HOST, "--port", str(port)]
         self._proc = subprocess.Popen(cmd, env=dict(os.environ))
         self.base_url = f"http://{HOST}:{port}"
-        deadline = time.monotonic() + 20
-        while True:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"scripted server exited with {self._proc.returncode}")
-            try:
-                if httpx.get(f"{self.base_url}/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("scripted server process did not become healthy in 20 s")
-            time.sleep(0.05)
+        try:
+            wait_healthy(
+                f"{self.base_url}/health",
+                self._proc,
+                timeout=20,
+                interval=0.05,
+                name="scripted server",
+            )
+        except NotHealthy:
+            self.stop()
+            raise
+        return self
 
     def stop(self) -> None:
         if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            stop_process(self._proc, timeout=10)
             self._proc = None
         if self._dir is not None:
             self._dir.cleanup()

@@ -38,12 +38,12 @@ from sleuth.operator.render.meta import (
     RenderSettings,
     configured_workload,
     hardened_container,
-    http_probe,
     metadata,
     resources,
     secret_env,
     selector_labels,
     service_url,
+    sleuth_probes,
 )
 from sleuth.operator.render.model import model_endpoint
 from sleuth.operator.render.tool import tool_description, tool_endpoint
@@ -215,8 +215,7 @@ def render_agent(
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
             {"name": "tmp", "mountPath": "/tmp"},
         ],
-        "readinessProbe": http_probe("/readyz", "http", 5, 3),
-        "livenessProbe": http_probe("/healthz", "http", 10, 3),
+        **sleuth_probes(),
         "securityContext": hardened_container(),
     }
     configmap: Manifest = {

@@ -149,6 +149,25 @@ def hardened_container(read_only_root: bool = True) -> dict[str, Any]:
     }
 
 
+# A sleuth process imports its stack before it listens: on a loaded 2-core node that took up to a
+# minute for the agent (ragas, numpy, qdrant-client), and a liveness probe that starts at once
+# killed it first (seen on the real test node). The startup probe holds liveness off for up to
+# STARTUP_SECONDS; afterwards liveness and readiness apply as before.
+STARTUP_PERIOD_SECONDS = 2
+STARTUP_SECONDS = 180
+
+
+def sleuth_probes() -> Manifest:
+    """Startup, readiness and liveness probes of an agent or tool service container."""
+    return {
+        "startupProbe": http_probe(
+            "/healthz", "http", STARTUP_PERIOD_SECONDS, STARTUP_SECONDS // STARTUP_PERIOD_SECONDS
+        ),
+        "readinessProbe": http_probe("/readyz", "http", 5, 3),
+        "livenessProbe": http_probe("/healthz", "http", 10, 3),
+    }
+
+
 def http_probe(path: str, port: str, period: int, failures: int, timeout: int = 3) -> Manifest:
     return {
         "httpGet": {"path": path, "port": port},

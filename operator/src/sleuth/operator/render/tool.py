@@ -23,12 +23,12 @@ from sleuth.operator.render.meta import (
     RenderSettings,
     configured_workload,
     hardened_container,
-    http_probe,
     metadata,
     resources,
     secret_env,
     selector_labels,
     service_url,
+    sleuth_probes,
 )
 
 CONFIG_DIR = "/etc/sleuth/tool"
@@ -123,8 +123,7 @@ def render_tool(owner: Owner, spec: ToolBindingSpec, settings: RenderSettings) -
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
             {"name": "tmp", "mountPath": "/tmp"},
         ],
-        "readinessProbe": http_probe("/readyz", "http", 5, 3),
-        "livenessProbe": http_probe("/healthz", "http", 10, 3),
+        **sleuth_probes(),
         "securityContext": hardened_container(),
     }
     embedded = spec.vector_search.embedded if spec.vector_search else None
