@@ -16,16 +16,22 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import socket
+import subprocess
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from platform_kit import (
     ROOT,
     backends,
@@ -38,6 +44,7 @@ from platform_kit import (
 )
 
 from sleuth.agent.sample.contracts import SEED_QUESTION
+from sleuth.core.names import TSA_GAUGE
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode, pytest.mark.slow]
 
@@ -88,6 +95,51 @@ def _post(url: str, body: dict[str, Any], timeout: float = 120) -> tuple[int, di
         return err.code, json.loads(err.read() or b"{}")
 
 
+@contextmanager
+def prometheus(tmp_path: Path, targets: list[str], path: str) -> Iterator[Any]:
+    """Debian's Prometheus on loopback scraping ``targets`` every second; yields a query
+    function returning the first sample's value (None when there is none)."""
+    config = tmp_path / "prometheus.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "global": {"scrape_interval": "1s"},
+                "scrape_configs": [
+                    {
+                        "job_name": "sleuth-operator",
+                        "honor_labels": True,
+                        "scrape_timeout": "1s",
+                        "metrics_path": path,
+                        "static_configs": [{"targets": targets}],
+                    }
+                ],
+            }
+        )
+    )
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [shutil.which("prometheus") or "/usr/bin/prometheus", f"--config.file={config}",
+         f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}",
+         "--log.level=warn"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+    def query(expr: str) -> float | None:
+        url = f"http://127.0.0.1:{port}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            result = json.loads(response.read())["data"]["result"]
+        return float(result[0]["value"][1]) if result else None
+
+    try:
+        yield query
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def _pods(platform: Platform, namespace: str, selector: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = platform.get("pods", "-n", namespace, "-l", selector)["items"]
     return items
@@ -112,7 +164,8 @@ def platform(real_node: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     # a standby can take the Lease).
     real_node.helm(
         "install", RELEASE, str(ROOT / "charts" / "sleuth"), "--namespace", SYSTEM,
-        "--create-namespace", *_helm_values(images, "--set", "operator.replicas=2"),
+        "--create-namespace", *_helm_values(images, "--set", "operator.replicas=2",
+                      "--set", "metrics.serviceMonitor.enabled=true"),
         "--wait", "--timeout", "10m", timeout=900,
     )  # fmt: skip
     p.kubectl("wait", "--for=condition=complete", "job/ingest-contract-clauses", "-n", APP,
@@ -213,6 +266,42 @@ def test_an_eval_job_writes_scores_into_the_status(platform: Platform) -> None:
     assert status["lastRunOutcome"] == "Succeeded", status
     assert status["lastRunId"] == "contracts-weekly-now"
     assert "toolSelectionAccuracy" in status["scores"], status["scores"]
+
+
+def test_a_real_prometheus_scraping_as_the_servicemonitor_says_sees_the_scores(
+    platform: Platform, tmp_path: Path
+) -> None:
+    (monitor,) = [
+        m
+        for m in platform.get("servicemonitors", "-n", SYSTEM)["items"]
+        if "operator" in m["metadata"]["name"]
+    ]
+    endpoint = monitor["spec"]["endpoints"][0]
+    selector = ",".join(f"{k}={v}" for k, v in monitor["spec"]["selector"]["matchLabels"].items())
+    (service,) = platform.get("services", "-n", SYSTEM, "-l", selector)["items"]
+    port = next(p for p in service["spec"]["ports"] if p["name"] == endpoint["port"])
+    slices = platform.get(
+        "endpointslices",
+        "-n",
+        SYSTEM,
+        "-l",
+        f"kubernetes.io/service-name={service['metadata']['name']}",
+    )["items"]
+    targets = sorted(
+        f"{address}:{next(p['port'] for p in piece['ports'] if p['name'] == port['name'])}"
+        for piece in slices
+        for e in piece.get("endpoints") or []
+        for address in e["addresses"]
+    )
+    assert len(targets) == 2, targets  # both operator pods, as a ServiceMonitor scrapes them
+    with prometheus(tmp_path, targets, endpoint.get("path", "/metrics")) as query:
+        value = eventually(
+            "Prometheus has the eval's TSA series",
+            lambda: query(f'{TSA_GAUGE[0]}{{namespace="{APP}",eval_schedule="contracts-weekly"}}'),
+            timeout=120,
+        )
+    schedule = platform.get("evalschedule", "contracts-weekly", "-n", APP)
+    assert value == pytest.approx(schedule["status"]["scores"]["toolSelectionAccuracy"])
 
 
 def test_deleting_an_agent_pod_under_traffic_is_absorbed(platform: Platform) -> None:
