@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 import yaml
+from node_config import CONTAINERD_SOCK
 from platform_kit import (
     ROOT,
     backends,
@@ -49,6 +50,7 @@ from sleuth.core.names import TSA_GAUGE
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode, pytest.mark.slow]
 
 RELEASE, SYSTEM = "sleuth", "sleuth-system"
+AGENT_PODS = "app.kubernetes.io/instance=contracts,app.kubernetes.io/component=agent"
 APP = "default"  # `kubectl apply -f examples/contracts/` without -n
 
 
@@ -247,9 +249,7 @@ def test_our_pods_run_on_the_real_node_and_gpu_pods_on_h100(platform: Platform) 
     ready = {c["type"]: c for c in agent["status"]["conditions"]}["Ready"]
     assert ready["status"] == "True"
     # Ready counts only really Ready pods: every agent pod is on the real node and Ready
-    agent_pods = _pods(
-        platform, APP, "app.kubernetes.io/instance=contracts,app.kubernetes.io/component=agent"
-    )
+    agent_pods = _pods(platform, APP, AGENT_PODS)
     assert len(agent_pods) == 2
     for pod in agent_pods:
         conds = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
@@ -304,14 +304,16 @@ def test_a_real_prometheus_scraping_as_the_servicemonitor_says_sees_the_scores(
     assert value == pytest.approx(schedule["status"]["scores"]["toolSelectionAccuracy"])
 
 
-def test_deleting_an_agent_pod_under_traffic_is_absorbed(platform: Platform) -> None:
+def _under_traffic(platform: Platform, action: Callable[[], None]) -> list[int]:
+    """Run ``action`` while one client asks the seed's question through the agent's Service in
+    a loop (at most 300 requests, 15 minutes); the status codes it got (-1: no answer)."""
     url = platform.service_url(APP, "contracts-agent", "http") + "/v1/query"
     codes: list[int] = []
     stop = threading.Event()
 
     def traffic() -> None:
-        deadline = time.monotonic() + 240
-        while not stop.is_set() and time.monotonic() < deadline and len(codes) < 200:
+        deadline = time.monotonic() + 900
+        while not stop.is_set() and time.monotonic() < deadline and len(codes) < 300:
             try:
                 codes.append(_post(url, {"question": SEED_QUESTION}, timeout=60)[0])
             except OSError:
@@ -321,18 +323,70 @@ def test_deleting_an_agent_pod_under_traffic_is_absorbed(platform: Platform) -> 
     thread.start()
     try:
         time.sleep(3)
-        victim = _pods(
-            platform, APP, "app.kubernetes.io/instance=contracts,app.kubernetes.io/component=agent"
-        )[0]
-        platform.kubectl("delete", "pod", victim["metadata"]["name"], "-n", APP, "--wait=false")
-        platform.kubectl("rollout", "status", "deployment/contracts-agent", "-n", APP,
-                         "--timeout=300s", timeout=330)  # fmt: skip
+        action()
         time.sleep(5)
     finally:
         stop.set()
         thread.join()
+    return codes
+
+
+def test_deleting_an_agent_pod_under_traffic_is_absorbed(platform: Platform) -> None:
+    def delete_one() -> None:
+        victim = _pods(platform, APP, AGENT_PODS)[0]
+        platform.kubectl("delete", "pod", victim["metadata"]["name"], "-n", APP, "--wait=false")
+        platform.kubectl("rollout", "status", "deployment/contracts-agent", "-n", APP,
+                         "--timeout=300s", timeout=330)  # fmt: skip
+
+    codes = _under_traffic(platform, delete_one)
     assert codes, "no request was sent"
     assert all(c == 200 for c in codes), codes
+
+
+def test_helm_upgrade_to_a_new_tag_rolls_operator_and_agents_without_failed_requests(
+    platform: Platform,
+) -> None:
+    """The same images under a new tag (a release with nothing else changed): helm upgrade
+    rolls the operator's pods, and the operator rolls the agent and tool pods onto the new tag,
+    while a bounded request loop through the agent's Service keeps getting answers."""
+    tag = "upgrade-1"
+    for name in ("operator", "sleuth"):
+        repo = platform.images[name].rsplit(":", 1)[0]
+        subprocess.run(
+            ["ctr", "--address", str(CONTAINERD_SOCK), "-n", "k8s.io", "images", "tag",
+             "--force", platform.images[name], f"{repo}:{tag}"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    retagged = {n: f"{r.rsplit(':', 1)[0]}:{tag}" for n, r in platform.images.items()}
+    codes = _under_traffic(platform, lambda: _upgrade(platform, retagged))
+    assert codes, "no request was sent"
+    assert all(c == 200 for c in codes), codes
+    for pod in _pods(platform, SYSTEM, "app.kubernetes.io/name=sleuth"):
+        assert pod["spec"]["containers"][0]["image"] == retagged["operator"]
+    agents = _pods(platform, APP, AGENT_PODS)
+    assert agents
+    assert all(p["spec"]["containers"][0]["image"] == retagged["sleuth"] for p in agents)
+
+
+def _upgrade(platform: Platform, images: dict[str, str]) -> None:
+    platform.cluster.helm(
+        "upgrade", RELEASE, str(ROOT / "charts" / "sleuth"), "--namespace", SYSTEM,
+        *_helm_values(images, "--set", "operator.replicas=2",
+                      "--set", "metrics.serviceMonitor.enabled=true"),
+        "--wait", "--timeout", "10m", timeout=900,
+    )  # fmt: skip
+
+    def agents_on(image: str) -> bool:
+        pods = _pods(platform, APP, AGENT_PODS)
+        return bool(pods) and all(
+            p["spec"]["containers"][0]["image"] == image
+            and p["status"].get("phase") == "Running"
+            and {c["type"]: c["status"] for c in p["status"].get("conditions", [])}.get("Ready")
+            == "True"
+            for p in pods
+        )
+
+    eventually("the agent pods run the new tag", lambda: agents_on(images["sleuth"]), 600)
 
 
 def test_killing_the_leader_hands_the_lease_to_the_standby(platform: Platform) -> None:
