@@ -50,6 +50,8 @@ from sleuth.core.names import TSA_GAUGE
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode, pytest.mark.slow]
 
 RELEASE, SYSTEM = "sleuth", "sleuth-system"
+# The chart's workloads.nodeSelector: agents, tool services and eval jobs on the real node.
+PLACEMENT = ["--set", "workloads.nodeSelector.kubernetes\\.io/hostname=sleuth-node"]
 AGENT_PODS = "app.kubernetes.io/instance=contracts,app.kubernetes.io/component=agent"
 APP = "default"  # `kubectl apply -f examples/contracts/` without -n
 
@@ -167,7 +169,7 @@ def platform(real_node: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     real_node.helm(
         "install", RELEASE, str(ROOT / "charts" / "sleuth"), "--namespace", SYSTEM,
         "--create-namespace", *_helm_values(images, "--set", "operator.replicas=2",
-                      "--set", "metrics.serviceMonitor.enabled=true"),
+                      "--set", "metrics.serviceMonitor.enabled=true", *PLACEMENT),
         "--wait", "--timeout", "10m", timeout=900,
     )  # fmt: skip
     p.kubectl("wait", "--for=condition=complete", "job/ingest-contract-clauses", "-n", APP,
@@ -245,6 +247,9 @@ def test_our_pods_run_on_the_real_node_and_gpu_pods_on_h100(platform: Platform) 
             assert where.startswith("gpu-h100"), (pod["metadata"]["name"], where)
         else:
             assert where == node, (pod["metadata"]["name"], where)
+    for pod in _pods(platform, APP, "app.kubernetes.io/part-of=sleuth"):
+        if pod["metadata"]["labels"].get("app.kubernetes.io/component") != "model":
+            assert pod["spec"]["nodeSelector"] == {"kubernetes.io/hostname": node}, pod["spec"]
     agent = platform.get("agentdeployment", "contracts", "-n", APP)
     ready = {c["type"]: c for c in agent["status"]["conditions"]}["Ready"]
     assert ready["status"] == "True"
@@ -372,7 +377,7 @@ def _upgrade(platform: Platform, images: dict[str, str]) -> None:
     platform.cluster.helm(
         "upgrade", RELEASE, str(ROOT / "charts" / "sleuth"), "--namespace", SYSTEM,
         *_helm_values(images, "--set", "operator.replicas=2",
-                      "--set", "metrics.serviceMonitor.enabled=true"),
+                      "--set", "metrics.serviceMonitor.enabled=true", *PLACEMENT),
         "--wait", "--timeout", "10m", timeout=900,
     )  # fmt: skip
 
