@@ -126,7 +126,12 @@ class Agent:
         trace = run.trace
         start = run.conversation.ms()
         try:
-            turn = await self.model.complete(run.messages, self._tools)
+            try:
+                turn = await self.model.complete(run.messages, self._tools)
+            except ModelError as first:
+                if not first.retryable:  # one retry of a transient error (down, 5xx, cut stream)
+                    raise
+                turn = await self.model.complete(run.messages, self._tools)
         except ModelError as exc:
             run.error = str(exc)
             trace.steps.append(

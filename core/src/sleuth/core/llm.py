@@ -182,71 +182,156 @@ async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
     raise ModelResponseError(message, status=response.status)
 
 
+def _int(value: Any, what: str) -> int:
+    """A token count from the wire: an int (or a float that is one), else a ModelResponseError."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise ModelResponseError(f"not a chat completion: {what} is {value!r}, not an integer")
+    return int(value)
+
+
+def _str(value: Any, what: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ModelResponseError(f"not a chat completion: {what} is {type(value).__name__}, not text")
+
+
+def _dict(value: Any, what: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    raise ModelResponseError(f"not a chat completion: {what} is {type(value).__name__}")
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    raise ModelResponseError(f"not a chat completion: {what} is {type(value).__name__}")
+
+
 def _parse_body(raw: bytes) -> ModelTurn:
     try:
         data = json.loads(raw)
-        choice = data["choices"][0]
-        message = choice["message"]
-        calls = tuple(
+    except ValueError as exc:  # bad JSON or bytes that are not UTF-8
+        raise ModelResponseError(f"not a chat completion: {exc}") from exc
+    choices = _list(_dict(data, "the body").get("choices"), "choices")
+    if not choices:
+        raise ModelResponseError("not a chat completion: no choices")
+    choice = _dict(choices[0], "choices[0]")
+    message = _dict(choice.get("message"), "choices[0].message")
+    calls = []
+    for i, raw_call in enumerate(_list(message.get("tool_calls"), "message.tool_calls")):
+        call = _dict(raw_call, f"tool_calls[{i}]")
+        function = _dict(call.get("function"), f"tool_calls[{i}].function")
+        name = _str(function.get("name"), f"tool_calls[{i}].function.name")
+        if not name:
+            raise ModelResponseError(f"not a chat completion: tool_calls[{i}] has no name")
+        calls.append(
             ToolCallRequest(
-                id=c.get("id") or f"call_{i}",
-                name=c["function"]["name"],
-                arguments_text=c["function"].get("arguments") or "",
+                id=_str(call.get("id"), f"tool_calls[{i}].id") or f"call_{i}",
+                name=name,
+                arguments_text=_str(function.get("arguments"), f"tool_calls[{i}].arguments") or "",
             )
-            for i, c in enumerate(message.get("tool_calls") or [])
         )
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise ModelResponseError(f"not a chat completion: {exc!r}") from exc
-    usage = data.get("usage") or {}
+    usage = _dict(data.get("usage"), "usage")
     return ModelTurn(
-        content=message.get("content"),
-        tool_calls=calls,
-        finish_reason=choice.get("finish_reason"),
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
+        content=_str(message.get("content"), "message.content"),
+        tool_calls=tuple(calls),
+        finish_reason=_str(choice.get("finish_reason"), "finish_reason"),
+        prompt_tokens=_int(usage.get("prompt_tokens"), "usage.prompt_tokens"),
+        completion_tokens=_int(usage.get("completion_tokens"), "usage.completion_tokens"),
     )
 
 
-async def _read_stream(response: aiohttp.ClientResponse, started: float) -> ModelTurn:
-    content: list[str] = []
-    partials: dict[int, _Partial] = {}
-    finish: str | None = None
-    usage: dict[str, Any] = {}
-    ttft: float | None = None
-    async for raw in response.content:
+class StreamParser:
+    """Server-sent events of a streamed chat completion, fed line by line, into one turn.
+
+    Whatever bytes arrive, :meth:`feed` and :meth:`turn` either work or raise a
+    :class:`ModelError`: a line that is not UTF-8 or not a JSON object, a field of the wrong
+    type, a tool-call index that is not an integer are :class:`ModelResponseError`; a stream that
+    ends without a ``finish_reason`` and without ``[DONE]`` was cut (the server or a proxy died
+    mid-answer) and is :class:`ModelUnavailable` — retryable, never a truncated answer.
+    """
+
+    def __init__(self, started: float) -> None:
+        self._started = started
+        self._content: list[str] = []
+        self._partials: dict[int, _Partial] = {}
+        self._finish: str | None = None
+        self._done = False
+        self._usage: dict[str, Any] = {}
+        self.ttft_s: float | None = None
+
+    def feed(self, raw: bytes) -> None:
         if not raw.startswith(b"data:"):
-            continue
-        payload = raw[5:].strip().decode("utf-8")
+            return
+        try:
+            payload = raw[5:].strip().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ModelResponseError(f"stream chunk is not UTF-8: {raw[:80]!r}") from exc
         if payload == "[DONE]":
-            continue  # read to the end, so the connection goes back to the pool
-        if ttft is None:
-            ttft = time.perf_counter() - started
+            self._done = True
+            return
+        if self.ttft_s is None:
+            self.ttft_s = time.perf_counter() - self._started
         try:
             chunk = json.loads(payload)
         except ValueError as exc:
             raise ModelResponseError(f"unparseable stream chunk: {payload[:200]}") from exc
-        usage = chunk.get("usage") or usage
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                content.append(delta["content"])
-            for call in delta.get("tool_calls") or []:
-                partial = partials.setdefault(int(call.get("index", 0)), _Partial())
-                partial.id = call.get("id") or partial.id
-                function = call.get("function") or {}
-                partial.name = function.get("name") or partial.name
-                if function.get("arguments"):
-                    partial.arguments.append(function["arguments"])
-            finish = choice.get("finish_reason") or finish
-    calls = tuple(
-        ToolCallRequest(id=p.id or f"call_{i}", name=p.name, arguments_text="".join(p.arguments))
-        for i, p in sorted(partials.items())
-    )
-    return ModelTurn(
-        content="".join(content) if content else None,
-        tool_calls=calls,
-        finish_reason=finish,
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
-        ttft_s=ttft,
-    )
+        chunk = _dict(chunk, "a stream chunk")
+        self._usage = _dict(chunk.get("usage"), "usage") or self._usage
+        for choice in _list(chunk.get("choices"), "choices"):
+            choice = _dict(choice, "a stream choice")
+            delta = _dict(choice.get("delta"), "delta")
+            text = _str(delta.get("content"), "delta.content")
+            if text:
+                self._content.append(text)
+            for raw_call in _list(delta.get("tool_calls"), "delta.tool_calls"):
+                call = _dict(raw_call, "a tool-call delta")
+                index = call.get("index", 0)
+                if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+                    raise ModelResponseError(f"tool-call index {index!r} is not an integer")
+                partial = self._partials.setdefault(index, _Partial())
+                partial.id = _str(call.get("id"), "tool_calls.id") or partial.id
+                function = _dict(call.get("function"), "tool_calls.function")
+                partial.name = (
+                    _str(function.get("name"), "tool_calls.function.name") or partial.name
+                )
+                arguments = _str(function.get("arguments"), "tool_calls.function.arguments")
+                if arguments:
+                    partial.arguments.append(arguments)
+            self._finish = _str(choice.get("finish_reason"), "finish_reason") or self._finish
+
+    def turn(self) -> ModelTurn:
+        if self._finish is None and not self._done:
+            raise ModelUnavailable(
+                "the model's stream ended before its finish_reason or [DONE]: the answer was cut"
+            )
+        calls = []
+        for i, p in sorted(self._partials.items()):
+            if not p.name:
+                raise ModelResponseError(f"stream tool call {i} has no name")
+            calls.append(
+                ToolCallRequest(
+                    id=p.id or f"call_{i}", name=p.name, arguments_text="".join(p.arguments)
+                )
+            )
+        return ModelTurn(
+            content="".join(self._content) if self._content else None,
+            tool_calls=tuple(calls),
+            finish_reason=self._finish,
+            prompt_tokens=_int(self._usage.get("prompt_tokens"), "usage.prompt_tokens"),
+            completion_tokens=_int(self._usage.get("completion_tokens"), "usage.completion_tokens"),
+            ttft_s=self.ttft_s,
+        )
+
+
+async def _read_stream(response: aiohttp.ClientResponse, started: float) -> ModelTurn:
+    parser = StreamParser(started)
+    async for raw in response.content:  # read to the end, so the connection goes back to the pool
+        parser.feed(raw)
+    return parser.turn()
