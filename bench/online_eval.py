@@ -39,6 +39,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from sleuth.agent.tools.base import ToolOutput
+from sleuth.core.process import free_port, stop_process, wait_healthy
 from sleuth.core.tools import ToolSpec
 from sleuth.scripted import (
     EmbeddingScript,
@@ -50,7 +51,6 @@ from sleuth.scripted import (
     ScriptedToolCall,
     seed_latency_profile,
 )
-from sleuth.scripted.runner import free_port
 
 HERE = Path(__file__).resolve().parent
 QUESTION = "How many contracts above 100k did we sign in 2025 with EU providers?"
@@ -150,22 +150,17 @@ class AgentProc:
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited: {self.log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"{self.name} did not start")
+        wait_healthy(
+            f"{self.url}/healthz",
+            self.proc,
+            timeout=120,
+            name=self.name,
+            output=lambda: self.log.read_text()[-2000:],
+        )
 
     def stop(self) -> None:
         if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(timeout=15)
+            stop_process(self.proc)
             self.proc = None
 
     def cpu_s(self) -> float:

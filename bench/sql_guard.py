@@ -4,7 +4,7 @@
 
 Runs :func:`sleuth.agent.tools.sql.guard.check_sql` on a mix of queries — the seed's query,
 typical model SQL (joins, CTEs, window functions, UNION), and the hostile corpus of the tests
-(tests/tools/hostile_sql.py, ~260 queries refused) — ``rounds`` times each, timing every call.
+(tests/agent/tools/hostile_sql.py, ~260 queries refused) — ``rounds`` times each, timing every call.
 Reports p50/p99/max per group in microseconds and writes JSON to bench/results/sql_guard.json.
 No database: this is the guard alone, the cost added before a query reaches PostgreSQL.
 """
@@ -59,7 +59,7 @@ TYPICAL: list[tuple[str, list[object]]] = [
 
 
 def _hostile() -> list[tuple[str, list[object]]]:
-    path = ROOT / "tests" / "tools" / "hostile_sql.py"
+    path = ROOT / "tests" / "agent" / "tools" / "hostile_sql.py"
     spec = importlib.util.spec_from_file_location("hostile_sql", path)
     assert spec is not None
     assert spec.loader is not None

@@ -4,6 +4,9 @@
 ``SLEUTH_KUBECONFIG`` (e.g. after ``make cluster-up``), stopped at the end when this session
 started it. When the binaries genuinely cannot be built the cluster tests are skipped with the
 reason — except under CI (``CI=true``), where that is a failure.
+
+``scripted``: the scripted model server (sleuth.scripted) in a thread, for the folders that
+drive a model client with it (tests/core, tests/agent).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from sleuth.scripted import ScriptedServer
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER_DIR = ROOT / "tests" / "cluster"
@@ -151,3 +156,10 @@ def namespace(kube: KubeCluster) -> Iterator[str]:
         yield name
     finally:
         kube.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.fixture
+def scripted() -> Iterator[ScriptedServer]:
+    """The scripted model server, empty scenario (set one with ``set_scenario``)."""
+    with ScriptedServer() as server:
+        yield server

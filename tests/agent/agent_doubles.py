@@ -108,37 +108,5 @@ def make_agent(
 
 
 def seed_sql_factory(config: object) -> FakeTool:
-    """A ``factory`` for the configuration file: ``agent_doubles:seed_sql_factory``."""
+    """A ``factory`` for the configuration file: ``tests.agent.agent_doubles:seed_sql_factory``."""
     return seed_sql()
-
-
-class serve_app:
-    """Serve an ASGI app with uvicorn in a thread on a free port; ``url`` is its base URL."""
-
-    def __init__(self, app: Any) -> None:
-        import socket
-        import threading
-
-        import uvicorn
-
-        self._sock = socket.socket()
-        self._sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        self._thread = threading.Thread(
-            target=lambda: asyncio.run(self._server.serve(sockets=[self._sock])), daemon=True
-        )
-
-    def __enter__(self) -> serve_app:
-        import time
-
-        self._thread.start()
-        while not self._server.started:
-            if not self._thread.is_alive():
-                raise RuntimeError("app did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)

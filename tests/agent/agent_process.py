@@ -6,24 +6,22 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
-from sleuth.scripted.runner import free_port
-
-HERE = Path(__file__).resolve().parent
+from sleuth.core.process import free_port, stop_process, wait_healthy
+from tests.support.metrics import Samples, parse_samples
+from tests.support.paths import ROOT
+from tests.support.polling import eventually
 
 
 class AgentProcess:
     """``sleuth agent`` on a free port with ``config`` (a dict) written to a file.
 
-    ``tests/agent`` is on the child's PYTHONPATH, so tool factories such as
-    ``agent_doubles:seed_sql_factory`` import. The child's output goes to ``log``.
+    The repository root is on the child's PYTHONPATH, so tool factories such as
+    ``tests.agent.agent_doubles:seed_sql_factory`` import. The child's output goes to ``log``.
     """
 
     def __init__(
@@ -46,7 +44,7 @@ class AgentProcess:
         path.write_text(json.dumps(self.config), encoding="utf-8")
         port = free_port()
         env = dict(os.environ)
-        paths = (*map(str, self.pythonpath), str(HERE), env.get("PYTHONPATH", ""))
+        paths = (*map(str, self.pythonpath), str(ROOT), env.get("PYTHONPATH", ""))
         env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
         env["SLEUTH_AGENT_NAME"] = self.name
         env["SLEUTH_AGENT_HOST"] = "127.0.0.1"
@@ -55,68 +53,46 @@ class AgentProcess:
         with self.log.open("wb") as out:
             self._proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while True:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"agent exited with {self._proc.returncode}: {self.output()}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"agent did not start in 90 s: {self.output()}")
-            time.sleep(0.1)
+        wait_healthy(
+            f"{self.url}/healthz", self._proc, timeout=90, name="agent", output=self.output
+        )
+        return self
 
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")[-3000:]
 
     def stop(self) -> None:
         if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            stop_process(self._proc)
             self._proc = None
 
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def ask(self, question: str) -> httpx.Response:
         return httpx.post(f"{self.url}/v1/query", json={"question": question}, timeout=60)
 
-    def metrics(self) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    def metrics(self) -> Samples:
         """Every sample of /metrics, keyed by (name, labels)."""
-        text = httpx.get(f"{self.url}/metrics", timeout=10).text
-        return {
-            (s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-        }
+        return parse_samples(httpx.get(f"{self.url}/metrics", timeout=10).text)
 
     def value(self, name: str, **labels: str) -> float | None:
         return self.metrics().get((name, frozenset(labels.items())))
 
     def wait_for(self, name: str, at_least: float, timeout_s: float = 60, **labels: str) -> float:
         """Poll /metrics until ``name{labels}`` reaches ``at_least``; return its value."""
-        deadline = time.monotonic() + timeout_s
-        while True:
+
+        def reached() -> tuple[float]:
             value = self.value(name, **labels)
-            if value is not None and value >= at_least:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"{name}{labels} is {value}, expected >= {at_least}\n{self.output()}"
-                )
-            time.sleep(0.1)
+            assert value is not None, f"{name}{labels} is not served"
+            assert value >= at_least, f"{name}{labels} is {value}, expected >= {at_least}"
+            return (value,)
+
+        try:
+            (value,) = eventually(reached, timeout_s, f"{name}{labels}", interval=0.1)
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n{self.output()}") from None
+        return value

@@ -8,20 +8,20 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
-from agent_doubles import (
+
+from sleuth.agent.api import create_app
+from sleuth.agent.toolrun import BoundTool
+from sleuth.core.api.agent_config import AgentConfig
+from sleuth.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
+from tests.agent.agent_doubles import (
     SEED_ANSWER,
     SEED_QUESTION,
     SEED_SEARCH,
     SEED_SQL,
     seed_sql,
     seed_vector,
-    serve_app,
 )
-
-from sleuth.agent.api import create_app
-from sleuth.agent.toolrun import BoundTool
-from sleuth.core.api.agent_config import AgentConfig
-from sleuth.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
+from tests.support.asgi import serve_app
 
 pytestmark = pytest.mark.integration
 

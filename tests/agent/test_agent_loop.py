@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from agent_doubles import (
+
+from sleuth.agent.cache import ToolCache
+from sleuth.agent.tools.base import ToolArgumentError, ToolUnavailable
+from sleuth.agent.trace import Trace
+from sleuth.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
+from tests.agent.agent_doubles import (
     SEED_ANSWER,
     SEED_QUESTION,
     SEED_SEARCH,
@@ -15,11 +20,6 @@ from agent_doubles import (
     seed_sql,
     seed_vector,
 )
-
-from sleuth.agent.cache import ToolCache
-from sleuth.agent.tools.base import ToolArgumentError, ToolUnavailable
-from sleuth.agent.trace import Trace
-from sleuth.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ CONFIG = {
         {
             "name": "sql_query",
             "type": "custom",
-            "factory": "agent_doubles:seed_sql_factory",
+            "factory": "tests.agent.agent_doubles:seed_sql_factory",
             "description": "Counts and sums over contracts. NOT for clauses.",
             "timeoutSeconds": 3,
         }

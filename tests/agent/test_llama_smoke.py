@@ -15,18 +15,16 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
-from agent_doubles import SEED_QUESTION, seed_sql, seed_vector
 
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.core.llm import OpenAIChatModel
-from sleuth.scripted.runner import free_port
+from sleuth.core.process import free_port, stop_process, wait_healthy
+from tests.agent.agent_doubles import SEED_QUESTION, seed_sql, seed_vector
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -65,24 +63,10 @@ def llama_url() -> Iterator[str]:
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            assert proc.poll() is None, "llama.cpp server exited during start-up"
-            try:
-                if httpx.get(f"{base}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "llama.cpp server not ready within 180 s"
-            time.sleep(0.5)
+        wait_healthy(f"{base}/models", proc, timeout=180, interval=0.5, name="llama.cpp server")
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, timeout=20)
 
 
 def _tools() -> ToolRunner:

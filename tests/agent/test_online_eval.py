@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_process import AgentProcess
 
+from sleuth.core.process import free_port
 from sleuth.scripted import (
     EmbeddingScript,
     Match,
@@ -24,7 +24,7 @@ from sleuth.scripted import (
     ScriptedServer,
     ScriptedToolCall,
 )
-from sleuth.scripted.runner import free_port
+from tests.agent.agent_process import AgentProcess
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +79,11 @@ def config(model_url: str, online_eval: dict[str, Any]) -> dict[str, Any]:
         "planner": {"fallbackToRouter": False},
         "toolCacheTTLSeconds": 0,
         "tools": [
-            {"name": "sql_query", "type": "custom", "factory": "agent_doubles:seed_sql_factory"}
+            {
+                "name": "sql_query",
+                "type": "custom",
+                "factory": "tests.agent.agent_doubles:seed_sql_factory",
+            }
         ],
         "onlineEval": online_eval,
     }

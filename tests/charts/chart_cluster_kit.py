@@ -1,19 +1,20 @@
-"""What the chart's cluster tests share: installing a release, reading objects, waiting, and
+"""What the chart's cluster tests share: installing a release, reading objects, and
 running the real operator on this host with a ServiceAccount's token (kwok runs no pods)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
-from chart_testkit import CHART
+
+from sleuth.core.process import stop_process
+from tests.charts.chart_testkit import CHART
+from tests.support.paths import SLEUTH
 
 EVAL_SCHEDULE = {
     "apiVersion": "sleuth.dev/v1alpha1",
@@ -57,17 +58,6 @@ def token_kubeconfig(kube: Any, namespace: str, sa: str, path: Path) -> Path:
     return path
 
 
-def eventually(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(1)
-    raise AssertionError(f"never happened within {timeout:.0f}s: {what} (last: {last!r})")
-
-
 @contextmanager
 def operator_as(
     kube: Any, release_namespace: str, sa: str, watch: list[str], tmp_path: Path
@@ -76,8 +66,7 @@ def operator_as(
     ``watch`` (every namespace when empty); yields its log file and stops it on exit."""
     kubeconfig = token_kubeconfig(kube, release_namespace, sa, tmp_path / "sa.kubeconfig")
     log = tmp_path / "operator.log"
-    sleuth = Path(sys.executable).parent / "sleuth"
-    args = [str(sleuth), "operator", "--kubeconfig", str(kubeconfig), "--resync-seconds", "5"]
+    args = [str(SLEUTH), "operator", "--kubeconfig", str(kubeconfig), "--resync-seconds", "5"]
     for namespace in watch:
         args += ["--namespace", namespace]
     with log.open("wb") as out:
@@ -85,9 +74,4 @@ def operator_as(
     try:
         yield log
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, timeout=20)

@@ -9,7 +9,8 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 CHART = ROOT / "charts" / "sleuth"
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden"

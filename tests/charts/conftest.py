@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chart_testkit import helm_binary
+
+from tests.charts.chart_testkit import helm_binary
 
 
 @pytest.fixture(scope="session")

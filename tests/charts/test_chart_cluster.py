@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from chart_cluster_kit import eventually, get, install
+
+from tests.charts.chart_cluster_kit import get, install
+from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

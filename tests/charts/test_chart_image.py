@@ -9,8 +9,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from chart_testkit import ROOT
-from image_lock import IMAGES, MODEL_PACKAGES, folders, lock_path, pins
+
+from tests.charts.image_lock import IMAGES, MODEL_PACKAGES, folders, lock_path, pins
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.unit
 

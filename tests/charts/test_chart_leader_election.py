@@ -9,32 +9,19 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from chart_testkit import ROOT
 
 from sleuth.core.kube import Kube
+from sleuth.core.process import answers, free_port, stop_process
 from sleuth.operator.leader import REQUEST_TIMEOUT_SECONDS, LeaderElector, LeaseClient
+from tests.support.paths import ROOT, SLEUTH
+from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
-
-
-def _eventually(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.25)
-    raise AssertionError(f"never happened within {timeout:.0f}s: {what} (last: {last!r})")
 
 
 def elector(kube: Any, namespace: str, identity: str, lost: list[str]) -> LeaderElector:
@@ -63,7 +50,7 @@ def test_one_leader_at_a_time_and_takeover_after_expiry(kube: Any, namespace: st
     assert a.try_acquire_or_renew()  # renewing its own lease
     assert holder(kube, namespace) == "a"
     # a stops renewing (a frozen or partitioned pod): b waits out the lease, then takes it.
-    assert _eventually(b.try_acquire_or_renew, 20, "b takes the expired lease")
+    assert eventually(b.try_acquire_or_renew, 20, "b takes the expired lease")
     assert holder(kube, namespace) == "b"
     assert not a.try_acquire_or_renew()  # a cannot take it back while b renews
     lease = json.loads(
@@ -83,7 +70,7 @@ def test_a_holder_that_finds_another_holder_steps_down(kube: Any, namespace: str
     lease["spec"]["holderIdentity"] = "b"
     kube.kubectl("replace", "-f", "-", input=json.dumps(lease))
     a.hold()
-    _eventually(lambda: lost == ["a"], 10, "a notices it lost the lease")
+    eventually(lambda: lost == ["a"], 10, "a notices it lost the lease")
     a.release()
     assert holder(kube, namespace) == "b"  # a never releases what it does not hold
 
@@ -101,24 +88,16 @@ def test_release_hands_over_at_once(kube: Any, namespace: str) -> None:
     assert lost == []
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 class Replica:
     """One `sleuth operator` process with leader election, as the chart starts it."""
 
     def __init__(self, kube: Any, namespace: str, log: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.log = log
-        sleuth = Path(sys.executable).parent / "sleuth"
         with log.open("wb") as out:
             self.proc = subprocess.Popen(
                 [
-                    str(sleuth),
+                    str(SLEUTH),
                     "operator",
                     "--kubeconfig",
                     str(kube.kubeconfig),
@@ -141,29 +120,19 @@ class Replica:
         return self.log.read_text(errors="replace")
 
     def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as r:
-                return bool(r.status == 200)
-        except OSError:
-            return False
+        return answers(f"http://127.0.0.1:{self.port}/healthz", timeout=2)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, timeout=30, sig=sig)
 
 
 def test_two_operator_processes_one_reconciles(kube: Any, namespace: str, tmp_path: Path) -> None:
     kube.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "crds"))
     first = Replica(kube, namespace, tmp_path / "first.log")
-    _eventually(lambda: "acquired lease" in first.text(), 60, "the first replica leads")
+    eventually(lambda: "acquired lease" in first.text(), 60, "the first replica leads")
     second = Replica(kube, namespace, tmp_path / "second.log")
     try:
-        _eventually(second.healthy, 60, "the standby answers its liveness probe")
+        eventually(second.healthy, 60, "the standby answers its liveness probe")
         examples = ROOT / "examples" / "contracts"
         for name in ("00-secrets.yaml", "10-agentdeployment.yaml"):
             kube.kubectl("apply", "-n", namespace, "-f", str(examples / name))
@@ -183,16 +152,16 @@ def test_two_operator_processes_one_reconciles(kube: Any, namespace: str, tmp_pa
 
         made = {"deployment.apps/contracts-model", "deployment.apps/contracts-agent"}
         # Both children, not the first one seen (the apply of the second may still be on its way).
-        _eventually(lambda: children() == made, 90, "the leader reconciles the AgentDeployment")
+        eventually(lambda: children() == made, 90, "the leader reconciles the AgentDeployment")
         assert "acquired lease" not in second.text()
         assert "agent_event" not in second.text()  # the standby ran no handler
         # The leader dies without releasing (SIGKILL): the standby takes over and reconciles.
         first.stop(signal.SIGKILL)
-        _eventually(lambda: "acquired lease" in second.text(), 60, "the standby takes over")
-        _eventually(second.healthy, 30, "the new leader's kopf serves liveness on the same port")
+        eventually(lambda: "acquired lease" in second.text(), 60, "the standby takes over")
+        eventually(second.healthy, 30, "the new leader's kopf serves liveness on the same port")
         victim = sorted(made)[0]
         kube.kubectl("delete", "-n", namespace, victim, "--wait=false")
-        _eventually(lambda: children() == made, 60, f"{victim} restored: {made}")
+        eventually(lambda: children() == made, 60, f"{victim} restored: {made}")
     finally:
         first.stop()
         second.stop()

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
-from chart_testkit import VALUE_SETS, documents, find, template
+
+from sleuth.core.process import free_port
+from tests.charts.chart_testkit import VALUE_SETS, documents, find, template
 
 pytestmark = pytest.mark.integration
 
@@ -26,19 +27,12 @@ def test_prometheus_rule_passes_promtool(helm: Path, tmp_path: Path) -> None:
     assert "SUCCESS: 5 rules found" in proc.stdout
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def test_operator_metrics_endpoint_serves_what_the_service_scrapes() -> None:
     from prometheus_client import CollectorRegistry
 
     from sleuth.operator.metrics import serve
 
-    port = _free_port()
+    port = free_port()
     serve(port, "127.0.0.1", registry=CollectorRegistry())
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         text = response.read().decode()

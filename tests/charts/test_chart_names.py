@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chart_testkit import CHART, VALUE_SETS, documents, find, template
 
 from sleuth.core import names
+from tests.charts.chart_testkit import CHART, VALUE_SETS, documents, find, template
 
 # Series that Prometheus itself and kube-state-metrics export, which the operator's alerts watch.
 EXTERNAL = {

@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 import yaml
-from chart_cluster_kit import EVAL_SCHEDULE, eventually, get, install, operator_as
-from chart_testkit import CHART, ROOT
+
+from tests.charts.chart_cluster_kit import EVAL_SCHEDULE, get, install, operator_as
+from tests.charts.chart_testkit import CHART
+from tests.support.paths import ROOT
+from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

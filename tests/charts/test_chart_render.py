@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 import yaml
-from chart_testkit import (
+
+from tests.charts.chart_testkit import (
     CHART,
     GOLDEN,
     RELEASE_NAMESPACE,
-    ROOT,
     VALUE_SETS,
     documents,
     find,
@@ -22,6 +22,7 @@ from chart_testkit import (
     run_helm,
     template,
 )
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.integration
 

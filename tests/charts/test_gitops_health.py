@@ -6,7 +6,8 @@ import re
 from typing import Any
 
 import pytest
-from chart_testkit import ROOT
+
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.unit
 

@@ -6,8 +6,8 @@ import pytest
 
 from sleuth.core.errors import ModelResponseError, ModelTimeout, ModelUnavailable
 from sleuth.core.llm import ModelTurn, OpenAIChatModel
+from sleuth.core.process import free_port
 from sleuth.scripted import Scenario, ScriptedResponse, ScriptedServer
-from sleuth.scripted.runner import free_port
 
 pytestmark = pytest.mark.integration
 

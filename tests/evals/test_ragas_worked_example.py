@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from evals_judge_script import WorkedExampleJudge
 
 from sleuth.evals.rag.runner import RagRun, run_metrics
 from sleuth.scoring.judge import JudgeConfig, build_judge
 from sleuth.scoring.metrics import ALL_METRICS
 from sleuth.scoring.samples import RagSample
 from sleuth.scripted import ScriptedServer
+from tests.evals.evals_judge_script import WorkedExampleJudge
 
 pytestmark = pytest.mark.integration
 

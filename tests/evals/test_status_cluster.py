@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_ragas_from_agent import Chunks, Served, planner
 
-from sleuth.agent.api import create_app
-from sleuth.agent.toolrun import BoundTool
-from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.jsonl import dump_jsonl
 from sleuth.evals.golden.cases import GoldenCase
 from sleuth.evals.golden.manifest import freeze
@@ -30,11 +25,10 @@ from sleuth.evals.status import RunContext, StatusTarget, failed_part
 from sleuth.evals.statuswriter import StatusWriter, api_client
 from sleuth.scoring.samples import RagSample
 from sleuth.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
+from tests.support.paths import CRDS, SLEUTH
 
 pytestmark = pytest.mark.cluster
 
-ROOT = Path(__file__).resolve().parents[2]
-SLEUTH = str(Path(sys.executable).parent / "sleuth")
 SCHEDULE = {
     "apiVersion": "sleuth.dev/v1alpha1",
     "kind": "EvalSchedule",
@@ -56,7 +50,7 @@ TSA_WRONG = {"id": "orders", "query": "How many orders in March?", "split": "tes
 
 @pytest.fixture(scope="module")
 def crds(kube: Any) -> None:
-    kube.kubectl("apply", "--server-side", "-f", str(ROOT / "crds"))
+    kube.kubectl("apply", "--server-side", "-f", str(CRDS))
     kube.kubectl(
         "wait", "--for=condition=Established", "--timeout=60s", "crd/evalschedules.sleuth.dev"
     )
@@ -66,18 +60,6 @@ def crds(kube: Any) -> None:
 def schedule(kube: Any, namespace: str, crds: None) -> str:
     kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(SCHEDULE))
     return f"{namespace}/{SCHEDULE['metadata']['name']}"
-
-
-@pytest.fixture
-def agent_url(worked_example: RagSample) -> Iterator[str]:
-    """The real agent service (HTTP), its model scripted, vector_search in process."""
-    with ScriptedServer(responder=planner(worked_example.question, worked_example.answer)) as model:
-        config = AgentConfig.model_validate(
-            {"model": {"endpoint": model.url, "servedModelName": "scripted"}}
-        )
-        app = create_app(config, tools={"vector_search": BoundTool(Chunks())}, name="redis")
-        with Served(app) as served:
-            yield served.url
 
 
 @pytest.fixture
@@ -161,7 +143,7 @@ COMMON += ["--no-progress", "--timeout", "20"]
 def start(kube: Any, args: list[str], **env: str) -> subprocess.Popen[str]:
     """`sleuth ...` as its own process, KUBECONFIG pointing at the test cluster."""
     return subprocess.Popen(
-        [SLEUTH, *args],
+        [str(SLEUTH), *args],
         env={**kube.env, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

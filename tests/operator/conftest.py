@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_testkit import ROOT, OperatorProcess
+
+from tests.operator.operator_testkit import OperatorProcess
+from tests.support.paths import ROOT
 
 
 @pytest.fixture(scope="session")

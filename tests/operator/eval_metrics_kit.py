@@ -1,20 +1,19 @@
-"""Helpers of the EvalSchedule metrics tests: an agent and a schedule, status patches, scrapes."""
+"""Helpers of the EvalSchedule metrics tests: an agent and a schedule, status patches, the
+operator serving /metrics."""
 
 from __future__ import annotations
 
 import json
-import socket
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
-from operator_testkit import OperatorProcess
 
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+from sleuth.core.process import free_port
+from tests.operator.operator_testkit import OperatorProcess
+from tests.support.metrics import Samples
 
 AGENT = {
     "apiVersion": "sleuth.dev/v1alpha1",
@@ -93,29 +92,6 @@ def get(kube: Any, namespace: str, what: str) -> dict[str, Any]:
     """The object, or an empty (falsy) dict while it does not exist."""
     out = kube.kubectl("get", what, "-n", namespace, "-o", "json", check=False)
     return dict(json.loads(out.stdout)) if out.returncode == 0 else {}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def scrape(port: int) -> Samples:
-    """Every sample on the operator's /metrics ({} while it does not answer)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-            text = response.read().decode()
-    except (urllib.error.URLError, ConnectionError):
-        return {}
-    return {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
 
 
 EVAL_SERIES = (

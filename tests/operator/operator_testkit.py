@@ -1,20 +1,18 @@
-"""Helpers for the operator tests: example manifests, polling, and the operator as a process."""
+"""Helpers for the operator tests: example manifests, goldens, and the operator as a process."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples" / "contracts"
+from sleuth.core.process import stop_process
+from tests.support.paths import EXAMPLES, SLEUTH
+
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
@@ -34,25 +32,6 @@ def example(kind: str, name: str | None = None) -> list[dict[str, Any]]:
     ]
 
 
-T = TypeVar("T")
-
-
-def eventually(check: Callable[[], T], *, timeout: float = 90.0, what: str = "") -> T:
-    """Poll ``check`` until it returns a truthy value (not a timing assert: a generous deadline)."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except AssertionError as err:
-            last = err
-        else:
-            if last:
-                return last
-        time.sleep(0.5)
-    raise AssertionError(f"never happened within {timeout:.0f}s: {what} (last: {last!r})")
-
-
 class OperatorProcess:
     """``sleuth operator`` as a child process, startable, stoppable and killable."""
 
@@ -65,11 +44,10 @@ class OperatorProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        sleuth = Path(sys.executable).parent / "sleuth"
         out = self.log.open("ab")
         self.proc = subprocess.Popen(
             [
-                str(sleuth),
+                str(SLEUTH),
                 "operator",
                 "--kubeconfig",
                 str(self.kubeconfig),
@@ -88,12 +66,7 @@ class OperatorProcess:
     def stop(self, *, kill: bool = False) -> None:
         if self.proc is None:
             return
-        self.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc, timeout=20, sig=signal.SIGKILL if kill else signal.SIGTERM)
         self.proc = None
 
     def text(self) -> str:

@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_testkit import EXAMPLES, OperatorProcess, eventually
 
 from sleuth.core.kube import CRON_JOB, DEPLOYMENT, Kube
 from sleuth.operator.reconcile_agent import reconcile_agent
 from sleuth.operator.reconcile_common import Context
 from sleuth.operator.reconcile_tool import reconcile_tool
+from tests.operator.operator_testkit import OperatorProcess
+from tests.support.paths import EXAMPLES
+from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_testkit import OperatorProcess, eventually, example
+
+from tests.operator.operator_testkit import OperatorProcess, example
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.cluster
 

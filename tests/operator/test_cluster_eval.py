@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_testkit import OperatorProcess, eventually
+
+from tests.operator.operator_testkit import OperatorProcess
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.cluster
 

@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_testkit import OperatorProcess, eventually, example
+
+from tests.operator.operator_testkit import OperatorProcess, example
+from tests.support.paths import EXAMPLES
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -244,8 +247,6 @@ def test_missing_secret_and_missing_agent_are_conditions_that_heal(
     ]
     assert len(secret_events) == 1
 
-    from operator_testkit import EXAMPLES
-
     kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "00-secrets.yaml"))
     kube.kubectl(
         "wait",
@@ -261,8 +262,6 @@ def test_missing_secret_and_missing_agent_are_conditions_that_heal(
 def test_a_clashing_tool_name_is_refused_with_the_field_named(
     kube: Any, namespace: str, operator: OperatorProcess
 ) -> None:
-    from operator_testkit import EXAMPLES
-
     kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES))
     kube.kubectl(
         "wait",

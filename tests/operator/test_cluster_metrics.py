@@ -2,54 +2,27 @@
 
 from __future__ import annotations
 
-import socket
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_testkit import EXAMPLES, OperatorProcess, eventually
-from prometheus_client.parser import text_string_to_metric_families
+
+from tests.operator.eval_metrics_kit import metered_operator
+from tests.operator.operator_testkit import OperatorProcess
+from tests.support.metrics import Samples, scrape
+from tests.support.paths import EXAMPLES
+from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture
 def metered(
     kube: Any, namespace: str, crds: None, tmp_path: Path
 ) -> Iterator[tuple[OperatorProcess, int]]:
-    port = _free_port()
-    log = tmp_path / "operator.log"
-    proc = OperatorProcess(kube.kubeconfig, namespace, log, "--metrics-port", str(port))
-    proc.start()
-    try:
-        yield proc, port
-    finally:
-        proc.stop()
-
-
-def scrape(port: int) -> Samples:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-            text = response.read().decode()
-    except (urllib.error.URLError, ConnectionError):
-        return {}
-    return {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
+    with metered_operator(kube, namespace, tmp_path / "operator.log") as running:
+        yield running
 
 
 def ready_gauges(samples: Samples, namespace: str) -> dict[tuple[str, str], float]:

@@ -26,17 +26,18 @@ from typing import Any
 
 import pytest
 import yaml
-from eval_metrics_kit import (
+
+from sleuth.core.process import free_port, stop_process, wait_healthy
+from tests.operator.eval_metrics_kit import (
     AGENT,
     apply,
-    free_port,
     get,
     metered_operator,
     patch_status,
     run_status,
     schedule,
 )
-from operator_testkit import eventually
+from tests.support.polling import eventually
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 pytestmark = [
@@ -135,20 +136,13 @@ def prometheus(
         )
     server = Prometheus(port, log)
     try:
-        eventually(
-            lambda: proc.poll() is None and server.ready(), timeout=60, what="Prometheus ready"
-        )
+        wait_healthy(f"{server.url}/-/ready", proc, timeout=60, interval=0.5, name="Prometheus")
         yield server
     except BaseException:
         print(f"--- prometheus log ---\n{log.read_text(errors='replace')[-4000:]}")
         raise
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, timeout=20)
 
 
 def _now() -> str:

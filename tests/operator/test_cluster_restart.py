@@ -7,7 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_testkit import EXAMPLES, OperatorProcess, eventually
+
+from tests.operator.operator_testkit import OperatorProcess
+from tests.support.paths import EXAMPLES
+from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

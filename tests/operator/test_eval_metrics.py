@@ -8,13 +8,11 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from sleuth.operator.evalmetrics import EvalMetrics
+from tests.support.metrics import Samples, parse_samples
 
 pytestmark = pytest.mark.unit
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 CREATED = "2026-11-01T08:00:00Z"
 SCHEDULE: dict[str, Any] = {
@@ -79,12 +77,7 @@ def _with(status: dict[str, Any] | None, **meta: Any) -> dict[str, Any]:
 def scrape(collector: EvalMetrics) -> Samples:
     registry = CollectorRegistry()
     registry.register(collector)
-    text = generate_latest(registry).decode()
-    return {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
+    return parse_samples(generate_latest(registry).decode())
 
 
 def key(name: str, *labels: tuple[str, str]) -> tuple[str, frozenset[tuple[str, str]]]:

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eval_metrics_kit import (
+
+from sleuth.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
+from tests.operator.eval_metrics_kit import (
     AGENT,
     apply,
     eval_series,
@@ -25,11 +27,10 @@ from eval_metrics_kit import (
     patch_status,
     run_status,
     schedule,
-    scrape,
 )
-from operator_testkit import OperatorProcess, eventually
-
-from sleuth.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
+from tests.operator.operator_testkit import OperatorProcess
+from tests.support.metrics import scrape
+from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

@@ -16,11 +16,19 @@ from typing import Any
 
 import pytest
 import yaml
-from promtool_kit import BASE, NEEDS_PROMTOOL, OWNER, PROMTOOL, SPECS, rule_of, run_promtool
 
 from sleuth.core.api.v1alpha1 import EvalScheduleSpec
 from sleuth.operator.render import RenderSettings
 from sleuth.operator.render.evalrules import SCORE_ALERTS, ScoreAlert, render_eval_rules
+from tests.operator.promtool_kit import (
+    BASE,
+    NEEDS_PROMTOOL,
+    OWNER,
+    PROMTOOL,
+    SPECS,
+    rule_of,
+    run_promtool,
+)
 
 pytestmark = [pytest.mark.integration, NEEDS_PROMTOOL]
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from promtool_kit import BASE, NEEDS_PROMTOOL, OWNER, SPECS, rule_of, run_promtool
 
 from sleuth.core.api.v1alpha1 import EvalScheduleSpec
 from sleuth.operator.render import RenderSettings
 from sleuth.operator.render.evalrules import render_eval_rules
+from tests.operator.promtool_kit import BASE, NEEDS_PROMTOOL, OWNER, SPECS, rule_of, run_promtool
 
 pytestmark = [pytest.mark.integration, NEEDS_PROMTOOL]
 

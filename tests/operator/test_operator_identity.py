@@ -10,15 +10,14 @@ LOGNAME removed and ``pwd.getpwuid`` raising exactly as it does for an unknown u
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_testkit import eventually
+
+from sleuth.core.process import free_port, stop_process, wait_healthy
 
 pytestmark = pytest.mark.cluster
 
@@ -32,25 +31,11 @@ NO_PASSWD_ENTRY = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
 def test_operator_runs_without_a_passwd_entry(
     kube: Any, crds: None, namespace: str, tmp_path: Path
 ) -> None:
     env = {k: v for k, v in os.environ.items() if k not in {"USER", "LOGNAME", "LNAME", "USERNAME"}}
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "operator.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
@@ -71,12 +56,14 @@ def test_operator_runs_without_a_passwd_entry(
             env=env,
         )
     try:
-        eventually(
-            lambda: proc.poll() is None and _healthy(f"http://127.0.0.1:{port}/healthz"),
+        wait_healthy(
+            f"http://127.0.0.1:{port}/healthz",
+            proc,
             timeout=90,
-            what=f"operator healthy (exit code {proc.poll()}): {log.read_text()[-2000:]}",
+            interval=0.5,
+            name="operator",
+            output=lambda: log.read_text()[-2000:],
         )
         assert "getpwuid" not in log.read_text()
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_process(proc, timeout=30)

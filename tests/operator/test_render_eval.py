@@ -16,7 +16,6 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from operator_testkit import GOLDEN
 
 from sleuth.core.api.v1alpha1 import EvalScheduleSpec
 from sleuth.core.api.v1alpha1.common import SecretKeyRef
@@ -26,6 +25,7 @@ from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.evalaccess import render_eval_access
 from sleuth.operator.render.evalrules import render_eval_rules
 from sleuth.operator.render.evalschedule import EvalTarget, render_eval_cronjob
+from tests.operator.operator_testkit import GOLDEN
 
 pytestmark = pytest.mark.unit
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_testkit import GOLDEN, example
 
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.agent import Binding, render_agent
 from sleuth.operator.render.model import render_model
 from sleuth.operator.render.tool import render_tool
+from tests.operator.operator_testkit import GOLDEN, example
 
 pytestmark = pytest.mark.unit
 

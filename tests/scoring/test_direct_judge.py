@@ -8,10 +8,10 @@ import time
 import pytest
 from pydantic import BaseModel
 
+from sleuth.core.process import free_port
 from sleuth.scoring.errors import JudgeError
 from sleuth.scoring.judge import JudgeBundle, JudgeConfig, build_judge
 from sleuth.scripted import Scenario, ScriptedResponse, ScriptedServer
-from sleuth.scripted.runner import free_port
 
 pytestmark = pytest.mark.integration
 

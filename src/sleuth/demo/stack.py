@@ -44,6 +44,7 @@ from sleuth.agent.tools.web.tool import WebSearchTool, WebToolConfig
 from sleuth.core.api.v1alpha1.toolbinding import SqlParameter, SqlTemplate
 from sleuth.core.embeddings import LocalEmbedder
 from sleuth.core.llm import ChatModel, OpenAIChatModel
+from sleuth.core.process import LOOPBACK, free_port
 
 COLLECTION = "contract-clauses"
 FIXTURE_LABEL = "LOCAL FIXTURE, not the internet"
@@ -112,16 +113,6 @@ def web_fixture() -> Any:
     finally:
         server.shutdown()
         server.server_close()
-
-
-def _closed_port_url() -> str:
-    """A loopback URL nothing listens on (a port bound, then released)."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 @dataclass
@@ -197,8 +188,9 @@ async def embedded_stack(
         url = stack.enter_context(web_fixture())
         web = WebSearchTool(SearxNG(url, timeout_seconds=2.0), WebToolConfig(allow_external=True))
         # The same tool pointed at a closed loopback port: what a dead provider looks like.
+        closed = f"http://{LOOPBACK}:{free_port()}"
         dead = WebSearchTool(
-            SearxNG(_closed_port_url(), timeout_seconds=2.0), WebToolConfig(allow_external=True)
+            SearxNG(closed, timeout_seconds=2.0), WebToolConfig(allow_external=True)
         )
 
         model: ChatModel

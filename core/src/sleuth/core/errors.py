@@ -16,6 +16,7 @@ whether trying again may help is said one way everywhere: the ``retryable`` attr
     │   ├── KubeRetryable           retryable: unreachable, throttled, 5xx, timeout
     │   │   └── KubeConflict        another writer won a race (409 on a non-apply write)
     │   └── KubeRejected            the apiserver refused the request (4xx but 404/409)
+    ├── NotHealthy (RuntimeError)   a local child process never answered (sleuth.core.process)
     ├── AgentError                  sleuth.agent.errors
     ├── ToolError                   sleuth.agent.tools.base
     ├── OperatorError               sleuth.operator.errors

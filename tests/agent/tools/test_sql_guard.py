@@ -7,11 +7,11 @@ from typing import Any
 
 import asyncpg
 import pytest
-from hostile_sql import corpus
 
 from sleuth.agent.sample.contracts import SEED_PARAMS, SEED_SQL
 from sleuth.agent.tools.sql.guard import GuardPolicy, SqlRefused, check_sql
 from sleuth.agent.tools.sql.tool import SqlQueryTool, SqlToolConfig
+from tests.agent.tools.hostile_sql import corpus
 
 POLICY = GuardPolicy.of(["contracts"])
 HOSTILE = corpus()

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
+from sleuth.core.process import free_port, stop_process, wait_healthy
 
 
 class ServiceProcess:
@@ -51,25 +43,18 @@ class ServiceProcess:
             )
 
     def wait_healthy(self, timeout: float = 120.0) -> ServiceProcess:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"tool service exited: {self.log.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"tool service not healthy after {timeout} s: {self.log.read_text()}")
+        wait_healthy(
+            f"{self.url}/healthz",
+            self.process,
+            timeout=timeout,
+            interval=0.2,
+            name="tool service",
+            output=self.log.read_text,
+        )
+        return self
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=5)
+        stop_process(self.process)
 
 
 def sql_binding(**sql: Any) -> dict[str, Any]:

@@ -1,13 +1,13 @@
 """A SearxNG-compatible HTTP server for tests: a real server on a real port, in a thread.
 
 Modes (set ``server.mode``): ``ok`` answers ``/search?format=json`` like SearxNG; ``slow`` waits
-``delay`` seconds first; ``error`` answers 500. "Down" is a port where nothing listens.
+``delay`` seconds first; ``error`` answers 500. "Down" is a port where nothing listens
+(:func:`sleuth.core.process.free_port`).
 """
 
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -70,11 +70,3 @@ class SearxServer:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
-
-
-def closed_port_url() -> str:
-    """A URL where nothing listens (bound then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"

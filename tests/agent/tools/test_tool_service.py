@@ -8,13 +8,14 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-from service_process import ServiceProcess, free_port, sql_binding
 
 from sleuth.agent.sample.contracts import EXPECTED_COUNT, EXPECTED_TOTAL, SEED_PARAMS, SEED_SQL
 from sleuth.agent.tools.base import ToolArgumentError, ToolUnavailable
 from sleuth.agent.tools.remote import RemoteTool, build_remote_tool
 from sleuth.core.api.agent_config import ToolConfig
+from sleuth.core.process import free_port
 from sleuth.core.tools import SQL_QUERY
+from tests.agent.tools.service_process import ServiceProcess, sql_binding
 
 pytestmark = pytest.mark.integration
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 from qdrant_client import AsyncQdrantClient
@@ -11,16 +10,9 @@ from qdrant_client import AsyncQdrantClient
 from sleuth.agent.ingest import ingest, sample_documents
 from sleuth.agent.tools.vector.tool import VectorSearchTool, VectorToolConfig
 from sleuth.core.embeddings import EmbeddingsUnavailable, OpenAIEmbedder
-from sleuth.scripted import Scenario, ScriptedServer
+from sleuth.scripted import ScriptedServer
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def scripted() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as server:
-        server.set_scenario(Scenario())
-        yield server
 
 
 async def test_endpoint_vectors_are_unit_length_and_ordered(scripted: ScriptedServer) -> None:

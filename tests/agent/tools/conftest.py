@@ -20,9 +20,9 @@ import asyncpg
 import pytest
 
 from sleuth.agent.sample.contracts import load_postgres
+from tests.support.paths import ROOT
 
-REPO = Path(__file__).resolve().parents[2]
-ROLE_SQL = REPO / "docs" / "sql" / "readonly-role.sql"
+ROLE_SQL = ROOT / "docs" / "sql" / "readonly-role.sql"
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ Checksums = Callable[[asyncpg.Connection], Awaitable[dict[str, str]]]
 
 @pytest.fixture(scope="session")
 def checksums() -> Checksums:
-    """:func:`table_checksums`, as a fixture (test modules here are not a package)."""
+    """:func:`table_checksums`, as a fixture."""
     return table_checksums
 
 
@@ -149,7 +149,7 @@ def sample_qdrant(tmp_path_factory: pytest.TempPathFactory, local_embedder: Any)
 @pytest.fixture(scope="session")
 def sql_service(postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """``sleuth tool-service`` serving sql_query over the sample database, as the reader."""
-    from service_process import ServiceProcess, sql_binding
+    from tests.agent.tools.service_process import ServiceProcess, sql_binding
 
     folder = tmp_path_factory.mktemp("sql-service")
     env = {"SLEUTH_SQL_CONNECTION_URI": postgres.reader_dsn}
@@ -165,7 +165,7 @@ def vector_service(sample_qdrant: Path, tmp_path_factory: pytest.TempPathFactory
     """``sleuth tool-service`` serving vector_search over a copy of the sample Qdrant folder."""
     import shutil
 
-    from service_process import ServiceProcess, vector_binding
+    from tests.agent.tools.service_process import ServiceProcess, vector_binding
 
     folder = tmp_path_factory.mktemp("vector-service")
     qdrant = folder / "qdrant"

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from searx_server import SearxServer, closed_port_url
 
 from sleuth.agent.tools.base import ToolArgumentError, ToolUnavailable
 from sleuth.agent.tools.web.searxng import SearxNG
 from sleuth.agent.tools.web.tool import WebSearchDisabled, WebSearchTool, WebToolConfig
+from sleuth.core.process import free_port
+from tests.agent.tools.searx_server import SearxServer
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +63,7 @@ async def test_timeout_says_real_time_data_unavailable(searx: SearxServer) -> No
 
 
 async def test_down_provider_is_unavailable() -> None:
-    provider = SearxNG(closed_port_url())
+    provider = SearxNG(f"http://127.0.0.1:{free_port()}")
     try:
         with pytest.raises(ToolUnavailable, match="unreachable: ConnectError; real-time web data"):
             await WebSearchTool(provider, ON).call({"query": "copper"})

@@ -10,7 +10,6 @@ only answers once the real evidence is in its context (rules match on the observ
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import asyncpg
@@ -36,12 +35,6 @@ ANSWER = (
     "[contract-provider-a-2025#0][contract-provider-b-2025#0]; the CPI price revision capped "
     "at 4% per year (clause 7.1) also recurs [contract-provider-c-2025#0]."
 )
-
-
-@pytest.fixture
-def scripted() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as server:
-        yield server
 
 
 def _agent(scripted: ScriptedServer, sql_url: str, vector_url: str) -> Agent:
