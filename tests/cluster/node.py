@@ -7,6 +7,7 @@
     tests/cluster/node.sh leftovers [--sysctls F]       # JSON list of what a `down` failed to undo
     tests/cluster/node.sh check-network                 # JSON list of what breaks the network rule
     tests/cluster/node.sh sysctls                       # JSON snapshot of the sysctls it watches
+    tests/cluster/node.sh owner                         # the cluster whose node is up, if any
 
 (``tests/cluster/up.sh --real-node`` starts a cluster and calls ``up``; ``down.sh`` calls
 ``down``.) Everything runs as background processes of this host whose PIDs (with their start
@@ -507,6 +508,7 @@ def main(argv: list[str] | None = None) -> int:
     p_left = sub.add_parser("leftovers", help="print what is left of a node (JSON); exit 1 if any")
     p_left.add_argument("--sysctls", type=Path, help="a JSON snapshot to compare sysctls with")
     sub.add_parser("sysctls", help="print the watched sysctls as JSON")
+    sub.add_parser("owner", help="print the cluster whose real node is up (nothing if none)")
     sub.add_parser("check-network", help="check the network rule; exit 1 if it does not hold")
     args = parser.parse_args(argv)
 
@@ -539,6 +541,10 @@ def main(argv: list[str] | None = None) -> int:
         found = leftovers(before)
         print(json.dumps(found, indent=1))
         return 1 if found else 0
+    elif args.command == "owner":
+        state = load_state()
+        if any(alive(p) for p in state.get("procs", {}).values()):
+            print(state.get("cluster", "?"))
     elif args.command == "sysctls":
         print(json.dumps(sysctl_snapshot(), indent=1))
     elif args.command == "check-network":

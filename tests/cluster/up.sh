@@ -45,8 +45,15 @@ FIRST_SERVICE_IP=10.0.0.1
 
 t0=$(date +%s.%N)
 if kwokctl get clusters 2>/dev/null | grep -qx "$name"; then
-  log "cluster $name exists; deleting it first"
-  kwokctl delete cluster --name "$name" >&2 || true
+  log "cluster $name exists; deleting it first (and its real node, if it has one)"
+  "$here/down.sh" >&2 || true
+fi
+if (( real_node )); then
+  owner="$("$here/node.sh" owner)"
+  if [[ -n "$owner" ]]; then
+    echo "up.sh: the real node is in use by cluster $owner (one per machine); tests/cluster/node.sh down first" >&2
+    exit 1
+  fi
 fi
 base="$(python3 "$here/ports.py" claim "$name")"
 pki="$KWOK_WORKDIR/clusters/$name/pki"
