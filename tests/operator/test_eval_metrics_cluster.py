@@ -107,9 +107,13 @@ def test_status_results_are_exported_and_survive_a_restart(
     eventually(
         lambda: eval_series(scrape(port), namespace) == after, what="the run's results exported"
     )
+
     # The run's status write did not disturb the operator's own conditions.
-    conditions = get(kube, namespace, "evalschedule/bot-nightly")["status"]["conditions"]
-    assert {c["type"]: c["status"] for c in conditions}["Ready"] == "True"
+    def ready() -> bool:
+        conditions = get(kube, namespace, "evalschedule/bot-nightly")["status"]["conditions"]
+        return {c["type"]: c["status"] for c in conditions}["Ready"] == "True"
+
+    eventually(ready, what="the EvalSchedule stays (or is back) Ready after the status write")
 
     # A restarted operator exports the same values, read back from status.
     proc.stop()
