@@ -33,8 +33,8 @@ promtool:  ## Prometheus (server, for tests/operator/test_cluster_prometheus.py)
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
 # The real worker node's runtime (tests/cluster/node.sh): containerd, runc and the CNI plugins,
-# plus the tools the node's set-up and teardown use.
-# The real node's runtime, and mmdebstrap + util-linux (unshare) for the images built without Docker.
+# plus the tools the node's set-up and teardown use, and mmdebstrap + util-linux (unshare) for
+# the images built without Docker (tests/cluster/image.sh).
 NODE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack iproute2 openssl \
   mmdebstrap util-linux
 node-packages:  ## containerd, runc, CNI plugins, iptables, conntrack, mmdebstrap from Debian (the real node, its images)
