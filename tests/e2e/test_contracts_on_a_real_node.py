@@ -253,7 +253,15 @@ def test_our_pods_run_on_the_real_node_and_gpu_pods_on_h100(platform: Platform) 
     agent = platform.get("agentdeployment", "contracts", "-n", APP)
     ready = {c["type"]: c for c in agent["status"]["conditions"]}["Ready"]
     assert ready["status"] == "True"
-    # Ready counts only really Ready pods: every agent pod is on the real node and Ready
+    # Ready counts only really Ready pods: once the rollout is over, every agent pod is on the
+    # real node and Ready
+    platform.kubectl("rollout", "status", "deployment/contracts-agent", "-n", APP,
+                     "--timeout=300s", timeout=330)  # fmt: skip
+    eventually(
+        "the old ReplicaSets' pods are gone",
+        lambda: len(_pods(platform, APP, AGENT_PODS)) == 2,
+        timeout=120,
+    )
     agent_pods = _pods(platform, APP, AGENT_PODS)
     assert len(agent_pods) == 2
     for pod in agent_pods:
