@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
+import socket
 import subprocess
-import time
-from collections.abc import Callable
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,6 +28,7 @@ import yaml
 from sleuth.agent.sample.contracts import SEED_PARAMS, SEED_SQL
 from sleuth.scripted import Match, Rule, Scenario, ScriptedResponse, seed_latency_profile
 from sleuth.scripted import ScriptedToolCall as Call
+from tests.support import polling
 
 ROOT = Path(__file__).resolve().parents[2]
 PODS = Path(__file__).resolve().parent / "pods"
@@ -45,20 +50,13 @@ ANSWER = (
 
 
 def eventually(what: str, probe: Callable[[], T | None], timeout: float = 180) -> T:
-    """Poll ``probe`` until it returns something truthy; AssertionError/OSError mean not yet."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        try:
-            last = probe()
-        except (AssertionError, OSError, subprocess.SubprocessError) as err:
-            last = err
-        else:
-            if last:
-                return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last!r})")
-        time.sleep(1)
+    """tests.support.polling.eventually, where a refused connection or a failed kubectl (e.g.
+    before kube-proxy has programmed a new Service) also means "not yet"."""
+    found: T = polling.eventually(
+        probe, timeout, what, interval=1.0,
+        not_yet=(AssertionError, OSError, subprocess.SubprocessError),
+    )  # fmt: skip
+    return found
 
 
 def build_image(name: str) -> tuple[Path, str]:
@@ -151,246 +149,50 @@ def self_hosted_agent(namespace: str) -> dict[str, Any]:
     return doc
 
 
-def _configmap(name: str, namespace: str, files: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": files,
-    }
-
-
-def _pod_security() -> dict[str, Any]:
-    return {
-        "runAsNonRoot": True,
-        "runAsUser": 65532,
-        "runAsGroup": 65532,
-        "fsGroup": 65532,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-
-
-def _container(name: str, image: str, args: list[str], port: int) -> dict[str, Any]:
-    return {
-        "name": name,
-        "image": image,
-        "imagePullPolicy": "Never",
-        "args": args,
-        "ports": [{"name": "tcp", "containerPort": port}],
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-    }
-
-
-def _workload(
-    name: str, namespace: str, container: dict[str, Any], volumes: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    labels = {"app": name}
-    return [
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "securityContext": _pod_security(),
-                        "automountServiceAccountToken": False,
-                        "containers": [container],
-                        "volumes": [{"name": "tmp", "emptyDir": {}}, *volumes],
-                    },
-                },
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {
-                "selector": labels,
-                "ports": [{"name": "tcp", "port": container["ports"][0]["containerPort"]}],
-            },
-        },
-    ]
-
-
-def backends(testkit: str) -> list[dict[str, Any]]:
-    """What the example expects to exist already: PostgreSQL (data), SearxNG (search), the model
-    server (models)."""
-    docs: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
-        for ns in ("data", "search", "models")
-    ]
-    docs.append(
-        _configmap(
-            "postgres-scripts",
-            "data",
-            {
-                "postgres.py": (PODS / "postgres.py").read_text(),
-                "readonly-role.sql": (ROOT / "docs" / "sql" / "readonly-role.sql").read_text(),
-            },
-        )
-    )
-    pg = _container("postgres", testkit, [], 5432)
-    pg["command"] = ["python", "/scripts/postgres.py"]
-    pg["env"] = [
-        {"name": "READER_PASSWORD", "value": READER_PASSWORD},
-        {"name": "PGDATA", "value": "/var/lib/postgresql/data"},
-    ]
-    pg["volumeMounts"] += [
-        {"name": "scripts", "mountPath": "/scripts"},
-        {"name": "scripts", "mountPath": "/sql/readonly-role.sql", "subPath": "readonly-role.sql"},
-        {"name": "data", "mountPath": "/var/lib/postgresql"},
-    ]
-    pg["readinessProbe"] = {"exec": {"command": ["test", "-f", "/tmp/loaded"]}, "periodSeconds": 2}
-    docs += _workload(
-        "postgres",
-        "data",
-        pg,
-        [
-            {"name": "scripts", "configMap": {"name": "postgres-scripts"}},
-            {"name": "data", "emptyDir": {}},
-        ],
-    )
-
-    docs.append(
-        _configmap("searxng-script", "search", {"searxng.py": (PODS / "searxng.py").read_text()})
-    )
-    web = _container("searxng", testkit, [], 8080)
-    web["command"] = ["python", "/scripts/searxng.py"]
-    web["volumeMounts"].append({"name": "scripts", "mountPath": "/scripts"})
-    web["readinessProbe"] = {"tcpSocket": {"port": 8080}, "periodSeconds": 2}
-    docs += _workload(
-        "searxng", "search", web, [{"name": "scripts", "configMap": {"name": "searxng-script"}}]
-    )
-
-    docs.append(
-        _configmap(
-            "model-scenario",
-            "models",
-            {"seed.json": json.dumps(seed_scenario()), "judge.py": (PODS / "judge.py").read_text()},
-        )
-    )
-    model = _container(
-        "model",
-        testkit,
-        [
-            "scripted-model",
-            "--scenario",
-            "/scenario/seed.json",
-            "--responder",
-            "/scenario/judge.py:respond",
-            "--host",
-            "0.0.0.0",
-            "--port",
-            "8000",
-        ],
-        8000,
-    )
-    model["volumeMounts"].append({"name": "scenario", "mountPath": "/scenario"})
-    model["readinessProbe"] = {"httpGet": {"path": "/health", "port": 8000}, "periodSeconds": 2}
-    docs += _workload(
-        "model", "models", model, [{"name": "scenario", "configMap": {"name": "model-scenario"}}]
-    )
-    return docs
-
-
-def vector_store(namespace: str, image: str, host_dir: Path, node: str) -> list[dict[str, Any]]:
-    """A hostPath PersistentVolume on the real node, its claim, and the ingest Job filling it
-    with the sample contracts (the same chunks and MiniLM embeddings the demo uses)."""
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": f"{namespace}-contract-clauses"},
-            "spec": {
-                "capacity": {"storage": "1Gi"},
-                "accessModes": ["ReadWriteOnce"],
-                "persistentVolumeReclaimPolicy": "Retain",
-                "storageClassName": "",
-                "claimRef": {"namespace": namespace, "name": "contract-clauses"},
-                "hostPath": {"path": str(host_dir), "type": "Directory"},
-                "nodeAffinity": {
-                    "required": {
-                        "nodeSelectorTerms": [
-                            {
-                                "matchExpressions": [
-                                    {
-                                        "key": "kubernetes.io/hostname",
-                                        "operator": "In",
-                                        "values": [node],
-                                    }
-                                ]
-                            }
-                        ]
-                    }
-                },
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolumeClaim",
-            "metadata": {"name": "contract-clauses", "namespace": namespace},
-            "spec": {
-                "accessModes": ["ReadWriteOnce"],
-                "storageClassName": "",
-                "volumeName": f"{namespace}-contract-clauses",
-                "resources": {"requests": {"storage": "1Gi"}},
-            },
-        },
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": "ingest-contract-clauses", "namespace": namespace},
-            "spec": {
-                "backoffLimit": 0,
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "securityContext": _pod_security(),
-                        "automountServiceAccountToken": False,
-                        "containers": [
-                            {
-                                **_container(
-                                    "ingest",
-                                    image,
-                                    [
-                                        "ingest",
-                                        "--sample",
-                                        "--collection",
-                                        "contract-clauses",
-                                        "--qdrant-path",
-                                        "/var/lib/sleuth/qdrant/qdrant",
-                                        "--quiet",
-                                    ],
-                                    8080,
-                                ),
-                                "volumeMounts": [
-                                    {"name": "tmp", "mountPath": "/tmp"},
-                                    {"name": "store", "mountPath": "/var/lib/sleuth/qdrant"},
-                                ],
-                            }
-                        ],
-                        "volumes": [
-                            {"name": "tmp", "emptyDir": {}},
-                            {
-                                "name": "store",
-                                "persistentVolumeClaim": {"claimName": "contract-clauses"},
-                            },
-                        ],
-                    }
-                },
-            },
-        },
-    ]
-
-
 def yaml_docs(docs: list[dict[str, Any]]) -> str:
     return yaml.safe_dump_all(docs, sort_keys=False, allow_unicode=True)
+
+
+@contextmanager
+def prometheus(tmp_path: Path, targets: list[str], path: str) -> Iterator[Any]:
+    """Debian's Prometheus on loopback scraping ``targets`` every second; yields a query
+    function returning the first sample's value (None when there is none)."""
+    config = tmp_path / "prometheus.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "global": {"scrape_interval": "1s"},
+                "scrape_configs": [
+                    {
+                        "job_name": "sleuth-operator",
+                        "honor_labels": True,
+                        "scrape_timeout": "1s",
+                        "metrics_path": path,
+                        "static_configs": [{"targets": targets}],
+                    }
+                ],
+            }
+        )
+    )
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [shutil.which("prometheus") or "/usr/bin/prometheus", f"--config.file={config}",
+         f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}",
+         "--log.level=warn"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+    def query(expr: str) -> float | None:
+        url = f"http://127.0.0.1:{port}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            result = json.loads(response.read())["data"]["result"]
+        return float(result[0]["value"][1]) if result else None
+
+    try:
+        yield query
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -25,22 +23,20 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from manifests import backends, vector_store
 from node_config import CONTAINERD_SOCK
 from platform_kit import (
     ROOT,
-    backends,
     build_image,
     eventually,
     example_as_a_user_edits_it,
+    prometheus,
     self_hosted_agent,
-    vector_store,
     yaml_docs,
 )
 
@@ -97,51 +93,6 @@ def _post(url: str, body: dict[str, Any], timeout: float = 120) -> tuple[int, di
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read() or b"{}")
-
-
-@contextmanager
-def prometheus(tmp_path: Path, targets: list[str], path: str) -> Iterator[Any]:
-    """Debian's Prometheus on loopback scraping ``targets`` every second; yields a query
-    function returning the first sample's value (None when there is none)."""
-    config = tmp_path / "prometheus.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "global": {"scrape_interval": "1s"},
-                "scrape_configs": [
-                    {
-                        "job_name": "sleuth-operator",
-                        "honor_labels": True,
-                        "scrape_timeout": "1s",
-                        "metrics_path": path,
-                        "static_configs": [{"targets": targets}],
-                    }
-                ],
-            }
-        )
-    )
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [shutil.which("prometheus") or "/usr/bin/prometheus", f"--config.file={config}",
-         f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}",
-         "--log.level=warn"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-
-    def query(expr: str) -> float | None:
-        url = f"http://127.0.0.1:{port}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            result = json.loads(response.read())["data"]["result"]
-        return float(result[0]["value"][1]) if result else None
-
-    try:
-        yield query
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def _pods(platform: Platform, namespace: str, selector: str) -> list[dict[str, Any]]:
