@@ -239,6 +239,24 @@ def test_parts_of_runs_land_in_status(
     assert after["lastRunTime"] >= status["lastSuccessfulRunTime"]
 
 
+def test_a_scheduled_part_that_misses_a_threshold_exits_0_and_reports_it(
+    kube: Any, namespace: str, schedule: str, datasets: dict[str, Path], tsa_model: ScriptedServer
+) -> None:
+    """The Job must not fail (and retry the whole run) because a score is low: the scores go to
+    the status, and the EvalSchedule's alerts judge them. Without --status it is still a gate."""
+    strict = [a if a != "tool_selection_accuracy=0.7" else "tool_selection_accuracy=1"
+              for a in tsa_args(datasets, tsa_model)]  # fmt: skip
+    code, out, err = finish(start(kube, strict))
+    assert code == 1, err  # a CI gate: the threshold is missed
+    run = ["--status", schedule, "--run-id", "job-low", "--expect-parts", "1"]
+    code, out, err = finish(start(kube, [*strict, *run]))
+    assert code == 0, f"{out}\n{err}"
+    assert "thresholds missed; reported through the EvalSchedule" in out
+    status = status_of(kube, namespace)
+    assert (status["lastRunId"], status["lastRunOutcome"]) == ("job-low", "Succeeded")
+    assert status["scores"]["toolSelectionAccuracy"] == 0.75
+
+
 def test_an_eval_that_stops_on_an_error_still_reports(
     kube: Any, namespace: str, schedule: str, tmp_path: Path, tsa_model: ScriptedServer
 ) -> None:

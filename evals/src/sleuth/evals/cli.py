@@ -3,7 +3,9 @@
 Exit codes: 0 every threshold met; 1 a threshold missed or more failed rows than allowed;
 2 invalid input (dataset, split guard, manifest, arguments). An unreachable endpoint makes every
 case or row fail, which is counted and fails the gate (1). 3 the results could not be written to
-the EvalSchedule given by --status (when the eval itself would have exited 0).
+the EvalSchedule given by --status (when the eval itself would have exited 0). With --status (a
+scheduled run) a missed threshold exits 0 once the part is written: the EvalSchedule's alerts
+judge the scores, and a failed pod would only make the Job run everything again.
 """
 
 from __future__ import annotations
