@@ -296,6 +296,15 @@ def _under_traffic(platform: Platform, action: Callable[[], None]) -> list[int]:
 
 
 def test_deleting_an_agent_pod_under_traffic_is_absorbed(platform: Platform) -> None:
+    # The agents' PodDisruptionBudget, as the disruption controller sees it: 2 pods, 1 may go.
+    eventually(
+        "the PodDisruptionBudget counts both agent pods",
+        lambda: (lambda s: s.get("expectedPods") == 2 and s.get("disruptionsAllowed") == 1)(
+            platform.get("pdb", "contracts-agent", "-n", APP).get("status", {})
+        ),
+        timeout=120,
+    )
+
     def delete_one() -> None:
         victim = _pods(platform, APP, AGENT_PODS)[0]
         platform.kubectl("delete", "pod", victim["metadata"]["name"], "-n", APP, "--wait=false")

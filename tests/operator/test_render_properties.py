@@ -187,3 +187,27 @@ def test_endpoint_mode_renders_no_model_server() -> None:
     assert render_model(owner, spec.model, SETTINGS) == []
     config = yaml.safe_load(render_agent(owner, spec, [], SETTINGS)[0]["data"]["config.yaml"])
     assert config["model"]["endpoint"] == "http://vllm.models:8000/v1"
+
+
+@pytest.mark.parametrize(("replicas", "budget"), [(0, False), (1, False), (2, True), (5, True)])
+def test_an_agent_with_more_than_one_replica_gets_a_disruption_budget(
+    replicas: int, budget: bool
+) -> None:
+    spec = AgentDeploymentSpec.model_validate(
+        {
+            "model": {"endpoint": "http://vllm.models:8000/v1", "servedModelName": "llama"},
+            "agent": {"replicas": replicas},
+        }
+    )
+    owner = Owner("AgentDeployment", "a", "ns", "uid")
+    pdbs = [
+        m for m in render_agent(owner, spec, [], SETTINGS) if m["kind"] == "PodDisruptionBudget"
+    ]
+    assert bool(pdbs) is budget
+    if budget:
+        (pdb,) = pdbs
+        assert pdb["spec"]["maxUnavailable"] == 1
+        (deployment,) = [
+            m for m in render_agent(owner, spec, [], SETTINGS) if m["kind"] == "Deployment"
+        ]
+        assert pdb["spec"]["selector"] == deployment["spec"]["selector"]

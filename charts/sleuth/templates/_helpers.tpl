@@ -87,7 +87,8 @@ The RBAC rules of the operator inside a namespace: exactly the verbs it uses.
 - sleuth.dev kinds: watched and read; patched by kopf (its finalizer, for the timers) and
   status written with a merge patch.
 - children (Deployments, Services, ConfigMaps, NetworkPolicies): watched (label-filtered),
-  read, server-side applied (patch; create when new), pruned (delete).
+  read, server-side applied (patch; create when new), pruned (delete); an agent's
+  PodDisruptionBudget (more than one replica) is applied and pruned the same way, not watched.
 - Events: created (conditions' transitions).
 - EvalSchedule children: CronJobs (watched like the others) and PrometheusRules (applied and
   pruned; the API group is only read to see whether it is served); the eval pods' ServiceAccount,
@@ -114,6 +115,9 @@ The RBAC rules of the operator inside a namespace: exactly the verbs it uses.
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["policy"]
+  resources: ["poddisruptionbudgets"]
+  verbs: ["get", "list", "create", "patch", "delete"]
 - apiGroups: ["batch"]
   resources: ["cronjobs"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]

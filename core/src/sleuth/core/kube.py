@@ -92,6 +92,7 @@ PROMETHEUS_RULE = Resource("monitoring.coreos.com/v1", "PrometheusRule", "promet
 SERVICE_ACCOUNT = Resource("v1", "ServiceAccount", "serviceaccounts")
 ROLE = Resource("rbac.authorization.k8s.io/v1", "Role", "roles")
 ROLE_BINDING = Resource("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings")
+POD_DISRUPTION_BUDGET = Resource("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets")
 LEASE = Resource("coordination.k8s.io/v1", "Lease", "leases")
 
 RESOURCES = {
@@ -111,6 +112,7 @@ RESOURCES = {
         SERVICE_ACCOUNT,
         ROLE,
         ROLE_BINDING,
+        POD_DISRUPTION_BUDGET,
         LEASE,
     )
 }
@@ -285,6 +287,7 @@ __all__ = [
     "FIELD_MANAGER",
     "LEASE",
     "NETWORK_POLICY",
+    "POD_DISRUPTION_BUDGET",
     "PROMETHEUS_RULE",
     "ROLE",
     "ROLE_BINDING",

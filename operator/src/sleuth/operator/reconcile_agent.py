@@ -10,7 +10,14 @@ from typing import Any
 
 from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentSpec
 from sleuth.core.api.v1alpha1.common import SecretKeyRef
-from sleuth.core.kube import AGENT_DEPLOYMENT, CONFIG_MAP, DEPLOYMENT, SERVICE, TOOL_BINDING
+from sleuth.core.kube import (
+    AGENT_DEPLOYMENT,
+    CONFIG_MAP,
+    DEPLOYMENT,
+    POD_DISRUPTION_BUDGET,
+    SERVICE,
+    TOOL_BINDING,
+)
 from sleuth.operator.bindings import bindings_for
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.reconcile_common import (
@@ -63,7 +70,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
     prune(
         kube,
         owner,
-        [DEPLOYMENT, SERVICE, CONFIG_MAP],
+        [DEPLOYMENT, SERVICE, CONFIG_MAP, POD_DISRUPTION_BUDGET],
         f"app.kubernetes.io/instance={name},app.kubernetes.io/component in (model,agent)",
         keep,
     )

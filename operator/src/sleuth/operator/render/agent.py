@@ -235,7 +235,18 @@ def render_agent(
         port=settings.agent_port,
         settings=settings,
     )
-    return [configmap, deployment, service]
+    children = [configmap, deployment, service]
+    if spec.agent.replicas > 1:
+        # Voluntary disruptions (a node drain) take at most one agent pod at a time.
+        children.append(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": metadata(name, owner, "agent", owner.name),
+                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector}},
+            }
+        )
+    return children
 
 
 __all__ = [
