@@ -260,17 +260,29 @@ def _can_build() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def built() -> tuple[Path, str]:
+def _build(*args: str) -> tuple[Path, str]:
     reason = _can_build()
     if reason:
         if os.environ.get("CI") == "true":
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
-    proc = subprocess.run([str(HERE / "image.sh")], capture_output=True, text=True, timeout=3000)
+    proc = subprocess.run(
+        [str(HERE / "image.sh"), *args], capture_output=True, text=True, timeout=3000
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     path, ref = proc.stdout.split()
     return Path(path), ref
+
+
+@pytest.fixture(scope="module")
+def built() -> tuple[Path, str]:
+    """The recipe's default image: sleuth (agents, tool services, eval jobs)."""
+    return _build()
+
+
+@pytest.fixture(scope="module")
+def operator_built() -> tuple[Path, str]:
+    return _build("--image", "operator")
 
 
 @pytest.mark.integration
@@ -343,42 +355,66 @@ def test_a_second_build_is_the_cached_archive(built: tuple[Path, str]) -> None:
 def test_the_image_runs_as_65532_under_containerd(built: tuple[Path, str]) -> None:
     """Imported into a private containerd and run with `ctr run` (no Kubernetes) as the pods run
     it (read-only root, writable /tmp): the image's own user, the call that crash-looped the
-    operator pod (kopf's peering identity), every subcommand's entry."""
+    operator pod (kopf's peering identity, in the operator's image below), every subcommand's
+    entry."""
+    commands = [
+        "id",
+        "pwd",
+        "python -c 'import getpass; print(getpass.getuser())'",
+        "sleuth --help",
+        "sleuth agent --help",
+        "sleuth tool-service --help",
+        "sleuth eval --help",
+        "python -c 'import ragas, sleuth.scoring.judge; print(\"ok\")'",
+        "touch /opt/sleuth/probe 2>/dev/null && echo writable || echo read-only",
+    ]
+    out = _run_in(built[0], commands)
+    assert out["id"].startswith("uid=65532(sleuth) gid=65532(sleuth)")
+    assert out["pwd"].strip() == "/tmp"
+    assert out[commands[2]].strip() == "sleuth"
+    assert "usage: sleuth" in out["sleuth --help"]
+    offered = re.findall(r"^    ([a-z][a-z-]*)\s", out["sleuth --help"], flags=re.M)
+    assert "agent" in offered, out["sleuth --help"]
+    assert "operator" not in offered  # the operator has its own image
+    for sub in ("agent", "tool-service", "eval"):
+        assert f"usage: sleuth {sub}" in out[f"sleuth {sub} --help"]
+    assert out[commands[-2]].strip() == "ok"  # the eval code's heavy imports, on a read-only root
+    assert out[commands[-1]].strip() == "read-only"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_operator_image_runs_kopf_as_65532_without_the_scoring_stack(
+    operator_built: tuple[Path, str],
+) -> None:
+    """The call that crash-looped the operator pod (kopf's peering identity) works as 65532, and
+    the operator's image offers the operator and carries no ragas."""
+    commands = [
+        "python -c 'from kopf._core.engines.peering import detect_own_id as d; "
+        "print(d(manual=False))'",
+        "sleuth operator --help",
+        "python -c 'import ragas' 2>/dev/null && echo ragas || echo no-ragas",
+    ]
+    out = _run_in(operator_built[0], commands)
+    assert out[commands[0]].startswith("sleuth@")
+    assert "usage: sleuth operator" in out["sleuth operator --help"]
+    assert out[commands[2]].strip() == "no-ragas"
+
+
+def _run_in(archive: Path, commands: list[str]) -> dict[str, str]:
+    """Each command's output, run by image_run.sh under a private containerd."""
     missing = [t for t in ("containerd", "ctr", "runc") if shutil.which(t) is None]
     if missing:
         reason = f"{', '.join(missing)} not installed (make setup)"
         if os.environ.get("CI") == "true":
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
-    commands = [
-        "id",
-        "pwd",
-        "python -c 'import getpass; print(getpass.getuser())'",
-        "python -c 'from kopf._core.engines.peering import detect_own_id as d; "
-        "print(d(manual=False))'",
-        "sleuth --help",
-        "sleuth operator --help",
-        "sleuth agent --help",
-        "sleuth tool-service --help",
-        "sleuth eval --help",
-        "python -c 'import ragas, sleuth.evals.rag.judge; print(\"ok\")'",
-        "touch /opt/sleuth/probe 2>/dev/null && echo writable || echo read-only",
-    ]
     proc = subprocess.run(
-        [str(HERE / "image_run.sh"), str(built[0]), *commands],
+        [str(HERE / "image_run.sh"), str(archive), *commands],
         capture_output=True,
         text=True,
         timeout=800,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    out = dict([*block.split("\n", 1), ""][:2] for block in proc.stdout.split("### ")[1:])
-    assert out["id"].startswith("uid=65532(sleuth) gid=65532(sleuth)")
-    assert out["pwd"].strip() == "/tmp"
-    assert out[commands[2]].strip() == "sleuth"
-    assert out[commands[3]].startswith("sleuth@")
-    assert "usage: sleuth" in out["sleuth --help"]
-    assert "usage: sleuth operator" in out["sleuth operator --help"]
-    for sub in ("agent", "tool-service", "eval"):
-        assert f"usage: sleuth {sub}" in out[f"sleuth {sub} --help"]
-    assert out[commands[-2]].strip() == "ok"  # the eval code's heavy imports, on a read-only root
-    assert out[commands[-1]].strip() == "read-only"
+    return dict([*block.split("\n", 1), ""][:2] for block in proc.stdout.split("### ")[1:])
