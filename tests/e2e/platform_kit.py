@@ -25,10 +25,9 @@ from typing import Any, TypeVar
 
 import yaml
 
-from sleuth.agent.sample.contracts import SEED_PARAMS, SEED_SQL
-from sleuth.scripted import Match, Rule, Scenario, ScriptedResponse, seed_latency_profile
-from sleuth.scripted import ScriptedToolCall as Call
+from sleuth.scripted import Scenario, seed_latency_profile
 from tests.support import polling
+from tests.support.seed import seed_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 PODS = Path(__file__).resolve().parent / "pods"
@@ -39,14 +38,6 @@ READER_PASSWORD = "e2e-reader-password"
 # The real node has 2 cores: the agents request a tenth of the default CPU (a team sizes them).
 SMALL_NODE = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1536Mi"}}
 MODEL_URL = "http://model.models.svc:8000/v1"
-SEED_SEARCH = "EU provider contracts 2025 amount above 100k special conditions recurring clauses"
-ANSWER = (
-    "In 2025 you signed 47 contracts with EU providers above 100,000 €, 8.3 M€ in total "
-    "[sql:contracts]. The recurring special condition is the late-delivery penalty of clause "
-    "8.3, 2% per month on the invoiced amount (Provider A and Provider B) "
-    "[contract-provider-a-2025#0][contract-provider-b-2025#0]; the CPI price revision capped "
-    "at 4% per year (clause 7.1) applies to Provider C [contract-provider-c-2025#0]."
-)
 
 
 def eventually(what: str, probe: Callable[[], T | None], timeout: float = 180) -> T:
@@ -73,36 +64,8 @@ def build_image(name: str) -> tuple[Path, str]:
 
 
 def seed_scenario() -> dict[str, Any]:
-    """The model's script: the seed's two tool rounds, then the answer once both results are in
-    its context (rules match on the observations, so a broken tool path cannot answer)."""
-    scenario = Scenario(
-        latency=seed_latency_profile(),
-        rules=[
-            Rule(
-                match=Match(position=0, last_message_contains="100k€"),
-                response=ScriptedResponse(
-                    tool_calls=[
-                        Call(
-                            name="sql_query",
-                            arguments={"query": SEED_SQL, "params": list(SEED_PARAMS)},
-                        )
-                    ]
-                ),
-            ),
-            Rule(
-                match=Match(position=1, last_message_contains='"num_contracts": 47'),
-                response=ScriptedResponse(
-                    tool_calls=[
-                        Call(name="vector_search", arguments={"query": SEED_SEARCH, "top_k": 5})
-                    ]
-                ),
-            ),
-            Rule(
-                match=Match(position=2, last_message_contains="Clause 8.3"),
-                response=ScriptedResponse(content=ANSWER),
-            ),
-        ],
-    )
+    """The model pod's script: the seed's rules, with the seed article's latency."""
+    scenario = Scenario(latency=seed_latency_profile(), rules=seed_rules())
     return scenario.model_dump(mode="json", exclude_none=True)
 
 

@@ -16,7 +16,7 @@ import asyncpg
 import pytest
 
 from sleuth.agent.loop import Agent, LoopSettings
-from sleuth.agent.sample.contracts import SEED_PARAMS, SEED_QUESTION, SEED_SQL
+from sleuth.agent.sample.contracts import SEED_QUESTION
 from sleuth.agent.sample.documents import INJECTION_DOCUMENT_ID
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.agent.tools.remote import build_remote_tool
@@ -24,17 +24,9 @@ from sleuth.core.api.agent_config import ToolConfig
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.scripted import Match, Rule, Scenario, ScriptedResponse, ScriptedServer
 from sleuth.scripted import ScriptedToolCall as Call
+from tests.support.seed import SEED_ANSWER, seed_rules
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-SEED_SEARCH = "EU provider contracts 2025 amount above 100k special conditions recurring clauses"
-ANSWER = (
-    "In 2025 you signed 47 contracts with EU providers above 100,000 €, 8.3 M€ in total "
-    "[sql:contracts]. The recurring special condition is the late-delivery penalty of clause "
-    "8.3, 2% per month on the invoiced amount (Provider A and Provider B) "
-    "[contract-provider-a-2025#0][contract-provider-b-2025#0]; the CPI price revision capped "
-    "at 4% per year (clause 7.1) also recurs [contract-provider-c-2025#0]."
-)
 
 
 def _agent(scripted: ScriptedServer, sql_url: str, vector_url: str) -> Agent:
@@ -54,38 +46,10 @@ def _agent(scripted: ScriptedServer, sql_url: str, vector_url: str) -> Agent:
 async def test_seed_question_two_iterations_over_mcp_with_citations(
     scripted: ScriptedServer, sql_service: Any, vector_service: Any
 ) -> None:
-    scripted.set_scenario(
-        Scenario(
-            rules=[
-                Rule(
-                    match=Match(position=0),
-                    response=ScriptedResponse(
-                        tool_calls=[
-                            Call(
-                                name="sql_query",
-                                arguments={"query": SEED_SQL, "params": list(SEED_PARAMS)},
-                            )
-                        ]
-                    ),
-                ),
-                Rule(
-                    match=Match(position=1, last_message_contains='"num_contracts": 47'),
-                    response=ScriptedResponse(
-                        tool_calls=[
-                            Call(name="vector_search", arguments={"query": SEED_SEARCH, "top_k": 5})
-                        ]
-                    ),
-                ),
-                Rule(
-                    match=Match(position=2, last_message_contains="Clause 8.3"),
-                    response=ScriptedResponse(content=ANSWER),
-                ),
-            ]
-        )
-    )
+    scripted.set_scenario(Scenario(rules=seed_rules()))
     result = await _agent(scripted, sql_service.url, vector_service.url).run(SEED_QUESTION)
 
-    assert result.answer == ANSWER
+    assert result.answer == SEED_ANSWER
     trace = result.trace
     assert trace.stop_reason == "answered"
     assert trace.iterations == 2

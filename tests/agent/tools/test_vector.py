@@ -9,13 +9,12 @@ from typing import Any
 import pytest
 
 from sleuth.agent.ingest import Document, ingest, parse_document, sample_documents
+from sleuth.agent.sample.contracts import SEED_SEARCH
 from sleuth.agent.sample.documents import INJECTION_DOCUMENT_ID
 from sleuth.agent.tools.base import ToolArgumentError
 from sleuth.agent.tools.vector.chunking import ChunkSettings, chunk_text
 from sleuth.agent.tools.vector.store import QdrantLocation
 from sleuth.agent.tools.vector.tool import VectorSearchTool, VectorToolConfig
-
-SEED_SEARCH = "EU provider contracts 2025 amount above 100k special conditions recurring clauses"
 
 
 @pytest.mark.unit

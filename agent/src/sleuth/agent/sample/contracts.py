@@ -28,6 +28,10 @@ SEED_SQL: Final = (
     "WHERE amount > $1 AND year = $2 AND provider_region = $3"
 )
 SEED_PARAMS: Final[tuple[int, int, str]] = (100000, 2025, "EU")
+# The document search the seed's second step runs (the clauses part of the question).
+SEED_SEARCH: Final = (
+    "EU provider contracts 2025 amount above 100k special conditions recurring clauses"
+)
 EXPECTED_COUNT: Final = 47
 EXPECTED_TOTAL: Final = Decimal("8300000.00")
 ALLOWED_TABLES: Final = ("contracts",)
