@@ -268,20 +268,23 @@ def test_a_real_prometheus_scraping_as_the_servicemonitor_says_sees_the_scores(
     assert value == pytest.approx(schedule["status"]["scores"]["toolSelectionAccuracy"])
 
 
-def _under_traffic(platform: Platform, action: Callable[[], None]) -> list[int]:
+def _under_traffic(platform: Platform, action: Callable[[], None]) -> list[str]:
     """Run ``action`` while one client asks the seed's question through the agent's Service in
-    a loop (at most 300 requests, 15 minutes); the status codes it got (-1: no answer)."""
+    a loop (at most 300 requests, 15 minutes); one outcome per request: ``"200"``, another
+    status with the error the body gives, or the client-side error when no answer came."""
     url = platform.service_url(APP, "contracts-agent", "http") + "/v1/query"
-    codes: list[int] = []
+    outcomes: list[str] = []
     stop = threading.Event()
 
     def traffic() -> None:
         deadline = time.monotonic() + 900
-        while not stop.is_set() and time.monotonic() < deadline and len(codes) < 300:
+        while not stop.is_set() and time.monotonic() < deadline and len(outcomes) < 300:
+            started = time.strftime("%H:%M:%S")
             try:
-                codes.append(_post(url, {"question": SEED_QUESTION}, timeout=60)[0])
-            except OSError:
-                codes.append(-1)
+                code, body = _post(url, {"question": SEED_QUESTION}, timeout=60)
+                outcomes.append("200" if code == 200 else f"{started} {code} {body}")
+            except (OSError, ValueError) as err:  # no answer, or one that is not JSON
+                outcomes.append(f"{started} {type(err).__name__}: {err}")
 
     thread = threading.Thread(target=traffic)
     thread.start()
@@ -292,7 +295,11 @@ def _under_traffic(platform: Platform, action: Callable[[], None]) -> list[int]:
     finally:
         stop.set()
         thread.join()
-    return codes
+    return outcomes
+
+
+def _failed(outcomes: list[str]) -> list[str]:
+    return [o for o in outcomes if o != "200"]
 
 
 def test_deleting_an_agent_pod_under_traffic_is_absorbed(platform: Platform) -> None:
@@ -311,9 +318,9 @@ def test_deleting_an_agent_pod_under_traffic_is_absorbed(platform: Platform) -> 
         platform.kubectl("rollout", "status", "deployment/contracts-agent", "-n", APP,
                          "--timeout=300s", timeout=330)  # fmt: skip
 
-    codes = _under_traffic(platform, delete_one)
-    assert codes, "no request was sent"
-    assert all(c == 200 for c in codes), codes
+    outcomes = _under_traffic(platform, delete_one)
+    assert outcomes, "no request was sent"
+    assert not _failed(outcomes), f"{len(_failed(outcomes))} of {len(outcomes)}: {_failed(outcomes)}"
 
 
 def test_helm_upgrade_to_a_new_tag_rolls_operator_and_agents_without_failed_requests(
@@ -331,9 +338,9 @@ def test_helm_upgrade_to_a_new_tag_rolls_operator_and_agents_without_failed_requ
             check=True, capture_output=True,
         )  # fmt: skip
     retagged = {n: f"{r.rsplit(':', 1)[0]}:{tag}" for n, r in platform.images.items()}
-    codes = _under_traffic(platform, lambda: _upgrade(platform, retagged))
-    assert codes, "no request was sent"
-    assert all(c == 200 for c in codes), codes
+    outcomes = _under_traffic(platform, lambda: _upgrade(platform, retagged))
+    assert outcomes, "no request was sent"
+    assert not _failed(outcomes), f"{len(_failed(outcomes))} of {len(outcomes)}: {_failed(outcomes)}"
     for pod in _pods(platform, SYSTEM, "app.kubernetes.io/name=sleuth"):
         assert pod["spec"]["containers"][0]["image"] == retagged["operator"]
     agents = _pods(platform, APP, AGENT_PODS)

@@ -78,6 +78,8 @@ def agent_specs(draw: st.DrawFn) -> dict[str, Any]:
         agent["parallelToolCalls"] = draw(st.booleans())
     if draw(st.booleans()):
         agent["systemPrompt"] = draw(text)
+    if draw(st.booleans()):
+        agent["requestTimeoutSeconds"] = draw(st.integers(1, 3600))
     model = draw(st.one_of(served_model(), endpoint_model))
     return {"model": model, "agent": agent}
 
@@ -105,6 +107,8 @@ def bindings(draw: st.DrawFn, agent: str) -> list[Binding]:
             spec["webSearch"] = {"url": "http://searx:8080", "allowExternal": True}
         if draw(st.booleans()):
             spec["description"] = draw(text.filter(lambda s: s.strip() != ""))
+        if draw(st.booleans()):
+            spec["timeoutSeconds"] = draw(st.integers(1, 300))
         out.append(Binding(f"tb-{i}", ToolBindingSpec.model_validate(spec)))
     return out
 
@@ -147,6 +151,8 @@ def test_any_valid_spec_renders_owned_labelled_and_deterministic(
             selector = obj["spec"]["selector"]["matchLabels"]
             assert selector.items() <= template["metadata"]["labels"].items()
             assert template["spec"]["automountServiceAccountToken"] is False
+            if meta["labels"]["app.kubernetes.io/component"] in ("agent", "tool"):
+                _assert_drains(template["spec"], _in_flight_seconds(obj, spec, bound))
     if spec.model.serves:
         pod = first[0]["spec"]["template"]["spec"]
         limits = pod["containers"][0]["resources"]["limits"]
@@ -157,6 +163,23 @@ def test_any_valid_spec_renders_owned_labelled_and_deterministic(
     parsed = parse_agent_config(configmap["data"]["config.yaml"])
     assert parsed == agent_config(owner, spec, bound, SETTINGS)
     assert {t.name for t in parsed.tools} == {b.spec.tool_name for b in bound}
+
+
+def _in_flight_seconds(deployment: Any, spec: AgentDeploymentSpec, bound: list[Binding]) -> int:
+    """The longest request an agent or tool pod may have in flight when it is told to stop."""
+    if deployment["metadata"]["labels"]["app.kubernetes.io/component"] == "agent":
+        return spec.agent.request_timeout_seconds
+    owner = deployment["metadata"]["ownerReferences"][0]["name"]
+    return next(b.spec.timeout_seconds for b in bound if b.name == owner)
+
+
+def _assert_drains(pod: dict[str, Any], in_flight: int) -> None:
+    """A replaced pod keeps serving until the Service has forgotten it, then finishes what is in
+    flight before kubelet kills it (a rollout under traffic fails no request)."""
+    (container,) = pod["containers"]
+    pause = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+    assert pause >= 3
+    assert pod["terminationGracePeriodSeconds"] > pause + in_flight
 
 
 @settings(max_examples=30, deadline=None)

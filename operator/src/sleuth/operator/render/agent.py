@@ -234,6 +234,7 @@ def render_agent(
         container=container,
         port=settings.agent_port,
         settings=settings,
+        in_flight_seconds=spec.agent.request_timeout_seconds,
     )
     children = [configmap, deployment, service]
     if spec.agent.replicas > 1:

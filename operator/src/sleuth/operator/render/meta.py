@@ -157,6 +157,27 @@ STARTUP_PERIOD_SECONDS = 2
 STARTUP_SECONDS = 180
 
 
+# Seconds a terminating agent or tool pod keeps accepting connections before it is told to stop.
+# Removing a pod from a Service is asynchronous: the endpoints controller, then every node's
+# kube-proxy, must see it terminating before no new connection lands on it. Without the pause the
+# server closes its socket at once and a client routed there in that window is refused (seen as
+# a failed request in the real node's rollout test).
+DRAIN_SECONDS = 5
+
+
+def draining() -> Manifest:
+    """The container lifecycle of a pod that drains: a preStop pause of :data:`DRAIN_SECONDS`
+    (kubelet's own sleep action, so the image needs no shell), after which SIGTERM makes the
+    server stop accepting and finish the requests in flight."""
+    return {"lifecycle": {"preStop": {"sleep": {"seconds": DRAIN_SECONDS}}}}
+
+
+def grace_period(in_flight_seconds: int) -> int:
+    """terminationGracePeriodSeconds of a draining pod: the pause, the longest request in flight,
+    and a margin for the process to exit."""
+    return DRAIN_SECONDS + in_flight_seconds + 5
+
+
 def sleuth_probes() -> Manifest:
     """Startup, readiness and liveness probes of an agent or tool service container."""
     return {
@@ -211,12 +232,19 @@ def configured_workload(
     container: Manifest,
     port: int,
     settings: RenderSettings,
+    in_flight_seconds: int,
 ) -> tuple[Manifest, Manifest]:
     """A Deployment running ``container`` with the ConfigMap ``name`` mounted, and its Service.
 
     Shared by the agent and the tool services: hardened pod, no service-account token, a
     config-hash annotation so a configuration change rolls the pods, and one HTTP port.
+
+    A pod being replaced drains (:func:`draining`): it keeps serving for
+    :data:`DRAIN_SECONDS` while the Service stops sending it new connections, then finishes the
+    requests in flight, which take at most ``in_flight_seconds`` (the request or tool-call
+    timeout), before it is killed.
     """
+    container = {**container, **draining()}
     deployment: Manifest = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -232,6 +260,7 @@ def configured_workload(
                 "spec": place_workload(
                     {
                         "automountServiceAccountToken": False,
+                        "terminationGracePeriodSeconds": grace_period(in_flight_seconds),
                         "securityContext": hardened_pod(),
                         "containers": [container],
                         "volumes": [

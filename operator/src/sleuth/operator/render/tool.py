@@ -139,6 +139,7 @@ def render_tool(owner: Owner, spec: ToolBindingSpec, settings: RenderSettings) -
         container=container,
         port=settings.tool_port,
         settings=settings,
+        in_flight_seconds=spec.timeout_seconds,
     )
     if embedded is not None:
         pod = deployment["spec"]["template"]["spec"]
