@@ -298,8 +298,10 @@ def _under_traffic(platform: Platform, action: Callable[[], None]) -> list[str]:
     return outcomes
 
 
-def _failed(outcomes: list[str]) -> list[str]:
-    return [o for o in outcomes if o != "200"]
+def _assert_none_failed(outcomes: list[str]) -> None:
+    assert outcomes, "no request was sent"
+    failed = [o for o in outcomes if o != "200"]
+    assert not failed, f"{len(failed)} of {len(outcomes)} requests failed: {failed}"
 
 
 def test_deleting_an_agent_pod_under_traffic_is_absorbed(platform: Platform) -> None:
@@ -319,8 +321,7 @@ def test_deleting_an_agent_pod_under_traffic_is_absorbed(platform: Platform) -> 
                          "--timeout=300s", timeout=330)  # fmt: skip
 
     outcomes = _under_traffic(platform, delete_one)
-    assert outcomes, "no request was sent"
-    assert not _failed(outcomes), f"{len(_failed(outcomes))} of {len(outcomes)}: {_failed(outcomes)}"
+    _assert_none_failed(outcomes)
 
 
 def test_helm_upgrade_to_a_new_tag_rolls_operator_and_agents_without_failed_requests(
@@ -339,8 +340,7 @@ def test_helm_upgrade_to_a_new_tag_rolls_operator_and_agents_without_failed_requ
         )  # fmt: skip
     retagged = {n: f"{r.rsplit(':', 1)[0]}:{tag}" for n, r in platform.images.items()}
     outcomes = _under_traffic(platform, lambda: _upgrade(platform, retagged))
-    assert outcomes, "no request was sent"
-    assert not _failed(outcomes), f"{len(_failed(outcomes))} of {len(outcomes)}: {_failed(outcomes)}"
+    _assert_none_failed(outcomes)
     for pod in _pods(platform, SYSTEM, "app.kubernetes.io/name=sleuth"):
         assert pod["spec"]["containers"][0]["image"] == retagged["operator"]
     agents = _pods(platform, APP, AGENT_PODS)
