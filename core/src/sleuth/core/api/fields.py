@@ -36,8 +36,9 @@ MaxConcurrentRequests = Annotated[int, Field(ge=1, le=10000)]
 SystemPrompt = Annotated[str, Field(max_length=32768)]
 
 # Names sent to model servers and shown to the model.
-ModelName = Annotated[str, Field(min_length=1, max_length=256)]
-"""A model name as a server takes it in the ``model`` field (vLLM's --served-model-name)."""
+ModelName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
+"""A model name as a server takes it in the ``model`` field (vLLM's --served-model-name): no
+control characters (a newline would split the served name on vLLM's command line)."""
 ToolName = Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")]
 """A function name the model sees."""
 ToolDescription = Annotated[str, Field(min_length=1, max_length=4096)]

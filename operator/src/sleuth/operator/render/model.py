@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from sleuth.core.api.v1alpha1.agentdeployment import (
-    DEFAULT_MAX_MODEL_LEN,
-    ModelSpec,
-)
+from sleuth.core.api.v1alpha1.agentdeployment import ModelSpec
 from sleuth.operator.render.meta import (
     Manifest,
     Owner,
@@ -50,7 +47,7 @@ def vllm_args(spec: ModelSpec, settings: RenderSettings) -> list[str]:
         "--tensor-parallel-size",
         str(spec.effective_tensor_parallel_size),
         "--max-model-len",
-        str(spec.max_model_len or DEFAULT_MAX_MODEL_LEN),
+        str(spec.effective_max_model_len),
     ]
     if spec.quantization is not None:
         args += ["--quantization", spec.quantization]

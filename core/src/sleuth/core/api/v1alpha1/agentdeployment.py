@@ -21,17 +21,27 @@ from sleuth.core.api.fields import (
     SystemPrompt,
 )
 from sleuth.core.api.v1alpha1.common import Condition, Resources, SecretKeyRef, SpecModel
+from sleuth.core.api.v1alpha1.contexts import (
+    CONTEXT_LIMITS,
+    context_excess,
+    context_limit,
+    context_rule,
+)
 from sleuth.core.api.v1alpha1.onlineeval import (  # re-exported: spec.agent.onlineEval lives there
     OnlineEvalEmbeddings,
     OnlineEvalSpec,
 )
 from sleuth.core.api.v1alpha1.parsers import (
+    FAMILIES,
     FAMILY_PARSERS,
     SINGLE_CALL_PARSERS,
     ToolCallParser,
     derive_tool_call_parser,
     family_rule,
+    parser_mismatch,
+    parser_rule,
 )
+from sleuth.core.api.v1alpha1.vllmargs import ExtraArg, extra_args_rule, repeated_flag
 from sleuth.core.names import (
     ANSWER_RELEVANCY_SCORE,
     FAITHFULNESS_SCORE,
@@ -146,9 +156,13 @@ class ModelSpec(SpecModel):
                 {
                     "rule": family_rule(),
                     "message": "spec.model.toolCallParser is required: the family of "
-                    "spec.model.name is not one sleuth knows (Llama 3.x, Llama 4, Qwen2.5/Qwen3, "
-                    "Mistral)",
+                    "spec.model.name is not one sleuth knows ("
+                    + ", ".join(f.label for f in FAMILIES)
+                    + ")",
                 },
+                parser_rule(),
+                context_rule(),
+                extra_args_rule(),
             ]
         }
     )
@@ -206,20 +220,27 @@ class ModelSpec(SpecModel):
         default=None,
         ge=256,
         le=1048576,
-        description=f"Context length in tokens (--max-model-len, default {DEFAULT_MAX_MODEL_LEN}; "
-        "16k covers 5-10 ReAct turns).",
+        description=f"Context length in tokens (--max-model-len, default {DEFAULT_MAX_MODEL_LEN}, "
+        "or the model's context when shorter; 16k covers 5-10 ReAct turns). Refused beyond the "
+        "context of a known family ("
+        + ", ".join(f"{c.label} {c.tokens}" for c in CONTEXT_LIMITS)
+        + ").",
     )
     tool_call_parser: ToolCallParser | None = Field(
         default=None,
-        description="vLLM --tool-call-parser. Derived from the model family when omitted: "
-        "Llama 3.x llama3_json, Llama 4 llama4_pythonic, Qwen2.5/Qwen3 hermes, Mistral mistral; "
-        "required for any other family.",
+        description="vLLM --tool-call-parser. Derived from the model family when omitted ("
+        + ", ".join(f"{f.label} {f.parser}" for f in FAMILIES)
+        + "); required for any other family, and refused when the family's own chat template "
+        "writes another format (unless extraArgs brings a --chat-template).",
     )
-    extra_args: list[str] | None = Field(
+    extra_args: list[ExtraArg] | None = Field(
         default=None,
         max_length=64,
         description="Extra vLLM command-line arguments appended after the rendered ones, e.g. "
-        "[--gpu-memory-utilization=0.92].",
+        "[--gpu-memory-utilization=0.92]; at most 4096 characters each, and none of the flags "
+        "the operator sets from other fields (--model, --served-model-name, "
+        "--tensor-parallel-size, --max-model-len, --quantization, --enable-auto-tool-choice, "
+        "--tool-call-parser, --host, --port).",
     )
     cache: ModelCache | None = Field(
         default=None, description="Model weight cache. Omit for no cache volume."
@@ -258,6 +279,16 @@ class ModelSpec(SpecModel):
             raise ValueError(
                 "spec.model.toolCallParser is required: the family of spec.model.name is unknown"
             )
+        assert self.name is not None  # serving
+        problems = [
+            self.tool_call_parser
+            and parser_mismatch(self.name, self.tool_call_parser, self.extra_args),
+            self.max_model_len and context_excess(self.name, self.max_model_len),
+            self.extra_args and repeated_flag(self.extra_args),
+        ]
+        for problem in problems:
+            if problem:
+                raise ValueError(problem)
         return self
 
     # Effective values, with the operator-side defaults applied.
@@ -277,6 +308,14 @@ class ModelSpec(SpecModel):
     @property
     def effective_gpu(self) -> GpuSpec:
         return self.gpu or GpuSpec(count=self.effective_tensor_parallel_size)
+
+    @property
+    def effective_max_model_len(self) -> int:
+        """``maxModelLen``, else the default lowered to the family's context when shorter."""
+        if self.max_model_len is not None:
+            return self.max_model_len
+        limit = context_limit(self.name or "")
+        return min(DEFAULT_MAX_MODEL_LEN, limit.tokens if limit else DEFAULT_MAX_MODEL_LEN)
 
     @property
     def effective_parser(self) -> ToolCallParser | None:

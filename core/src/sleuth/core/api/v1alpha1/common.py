@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
+
+from sleuth.core.api.quantity import RESOURCE_NAME, parse_quantity, valid_resource_name
 
 GROUP = "sleuth.dev"
 VERSION = "v1alpha1"
@@ -60,17 +62,84 @@ Quantity = str | int
 """A Kubernetes resource quantity: ``500m``, ``2Gi`` or a plain integer."""
 
 
+MAX_RESOURCE_NAMES = 16
+_QUANTITY_MAP: dict[str, Any] = {"maxProperties": MAX_RESOURCE_NAMES}
+_RESOURCE_NAME_RE2 = RESOURCE_NAME.replace("\\", "\\\\")
+
+
+def _map_rules(field: str) -> list[dict[str, str]]:
+    return [
+        {
+            "rule": f"!has(self.{field}) || self.{field}.all(k, k.matches('{_RESOURCE_NAME_RE2}'))",
+            "message": f"{field}: a resource name is cpu, memory, ephemeral-storage, "
+            "hugepages-<size> or domain-qualified (e.g. nvidia.com/gpu)",
+            "fieldPath": f".{field}",
+        },
+        {
+            "rule": f"!has(self.{field}) || self.{field}.all(k, isQuantity(string(self.{field}[k])))",
+            "message": f"{field}: every value must be a quantity, e.g. 500m, 2Gi or 4",
+            "fieldPath": f".{field}",
+        },
+    ]
+
+
 class Resources(SpecModel):
     """Compute resources of a container, as in a Pod spec."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                *_map_rules("requests"),
+                *_map_rules("limits"),
+                {
+                    "rule": "!has(self.requests) || !has(self.limits) || self.requests.all(k, "
+                    "!(k in self.limits) || !isQuantity(string(self.requests[k])) || "
+                    "!isQuantity(string(self.limits[k])) || quantity(string(self.requests[k]))"
+                    ".compareTo(quantity(string(self.limits[k]))) <= 0)",
+                    "message": "requests: a request must not exceed its limit",
+                    "fieldPath": ".requests",
+                },
+            ]
+        }
+    )
 
     requests: dict[str, Quantity] | None = Field(
         default=None,
         description="Minimum resources reserved for the container, e.g. {cpu: 500m, memory: 1Gi}.",
+        json_schema_extra=_QUANTITY_MAP,
     )
     limits: dict[str, Quantity] | None = Field(
         default=None,
         description="Maximum resources the container may use, e.g. {memory: 2Gi}.",
+        json_schema_extra=_QUANTITY_MAP,
     )
+
+    @model_validator(mode="after")
+    def _check(self) -> Resources:
+        values: dict[str, dict[str, Any]] = {}
+        for field in ("requests", "limits"):
+            found = getattr(self, field) or {}
+            if len(found) > MAX_RESOURCE_NAMES:
+                raise ValueError(f"{field}: at most {MAX_RESOURCE_NAMES} resource names")
+            values[field] = {}
+            for name, value in found.items():
+                if not valid_resource_name(name):
+                    raise ValueError(
+                        f"{field}.{name}: a resource name is cpu, memory, ephemeral-storage, "
+                        "hugepages-<size> or domain-qualified (e.g. nvidia.com/gpu)"
+                    )
+                try:
+                    values[field][name] = parse_quantity(value)
+                except ValueError as err:
+                    raise ValueError(f"{field}.{name}: {err}") from None
+        for name, request in values["requests"].items():
+            limit = values["limits"].get(name)
+            if limit is not None and request > limit:
+                raise ValueError(
+                    f"requests.{name}: {self.requests[name]} exceeds "  # type: ignore[index]
+                    f"limits.{name} ({self.limits[name]})"  # type: ignore[index]
+                )
+        return self
 
 
 ConditionType = Literal["Ready", "Progressing", "Degraded"]

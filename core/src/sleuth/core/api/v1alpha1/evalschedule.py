@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from sleuth.core.api.fields import ModelName
 from sleuth.core.api.v1alpha1.common import (
@@ -59,6 +59,10 @@ DEFAULT_METRICS: tuple[EvalMetric, ...] = (
 URL_PATTERN = r"^https?://[^\s/]+(/\S*)?$"
 # A Prometheus duration of one unit, e.g. 30m, 90s, 1h.
 DURATION_PATTERN = r"^[0-9]+(ms|s|m|h|d|w)$"
+# The same, greater than zero: a range selector of 0 makes Prometheus refuse the whole rule group.
+POSITIVE_DURATION_PATTERN = r"^0*[1-9][0-9]*(ms|s|m|h|d|w)$"
+# A cron step of zero (``*/0``): the CronJob API refuses it.
+ZERO_STEP = r"/0*([^0-9]|$)"
 # Five cron fields (minute hour day-of-month month day-of-week); each digits, names, * / , - ?.
 CRON_FIELD = r"[-0-9A-Za-z*/,?]+"
 CRON_PATTERN = rf"^{CRON_FIELD}( +{CRON_FIELD}){{4}}$"
@@ -79,6 +83,8 @@ def check_cron(schedule: str) -> str:
             step = "/" + number in text
             if not step and not low <= value <= high:
                 raise ValueError(f"schedule {schedule!r}: {what} {value} is outside {low}-{high}")
+    if re.search(ZERO_STEP, schedule):
+        raise ValueError(f"schedule {schedule!r}: a step (/n) must be at least 1")
     return schedule
 
 
@@ -194,8 +200,9 @@ class AlertSpec(SpecModel):
 
     window: str = Field(
         default="30m",
-        pattern=DURATION_PATTERN,
-        description="avg_over_time window of each score (Prometheus duration, default 30m).",
+        pattern=POSITIVE_DURATION_PATTERN,
+        description="avg_over_time window of each score (Prometheus duration above zero, "
+        "default 30m).",
     )
     for_: str = Field(
         default="10m",
@@ -215,14 +222,52 @@ class AlertSpec(SpecModel):
     )
     stale_after: str | None = Field(
         default=None,
-        pattern=DURATION_PATTERN,
+        pattern=POSITIVE_DURATION_PATTERN,
         description="RAGEvalStale fires when no run has succeeded for this long (Prometheus "
-        "duration); default: twice the longest gap between consecutive runs of spec.schedule.",
+        "duration above zero); default: twice the longest gap between consecutive runs of "
+        "spec.schedule.",
     )
+
+
+def _threshold_rules() -> list[JsonValue]:
+    """CEL: a threshold other than its default only for a metric that is scored (the apiserver
+    fills in every default, so a default value cannot tell whether the user wrote it)."""
+    rules: list[JsonValue] = []
+    for name, field in Thresholds.model_fields.items():
+        metric, default = field.alias or name, field.default
+        scored_by_default = "true" if metric in DEFAULT_METRICS else "false"
+        rules.append(
+            {
+                "rule": f"!has(self.thresholds) || !has(self.thresholds.{metric}) || "
+                f"self.thresholds.{metric} == {default!r} || (has(self.metrics) ? "
+                f"'{metric}' in self.metrics : {scored_by_default})",
+                "message": _unscored(metric),
+                "fieldPath": f".thresholds.{metric}",
+            }
+        )
+    return rules
+
+
+def _unscored(metric: str) -> str:
+    return (
+        f"spec.thresholds.{metric}: {metric} is not in spec.metrics, so no alert uses this "
+        "threshold; score it or remove the threshold"
+    )
+
+
+_ZERO_STEP_RULE: JsonValue = {
+    "rule": f"!self.schedule.matches('{ZERO_STEP}')",
+    "message": "spec.schedule: a step (/n) must be at least 1",
+    "fieldPath": ".schedule",
+}
 
 
 class EvalScheduleSpec(SpecModel):
     """Desired state of an EvalSchedule."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": [_ZERO_STEP_RULE, *_threshold_rules()]}
+    )
 
     agent_ref: LocalObjectRef = Field(
         description="The AgentDeployment (same namespace) that is evaluated."
@@ -298,6 +343,14 @@ class EvalScheduleSpec(SpecModel):
         if len(set(value)) != len(value):
             raise ValueError("spec.metrics: each metric at most once")
         return value
+
+    @model_validator(mode="after")
+    def _thresholds_scored(self) -> EvalScheduleSpec:
+        for name, field in Thresholds.model_fields.items():
+            metric = field.alias or name
+            if metric not in self.metrics and getattr(self.thresholds, name) != field.default:
+                raise ValueError(_unscored(metric))
+        return self
 
 
 __all__ = [
