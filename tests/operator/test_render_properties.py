@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from sleuth.core.api.agent_config import parse_agent_config
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
+from sleuth.core.api.v1alpha1.contexts import context_limit
+from sleuth.core.api.v1alpha1.vllmargs import managed_flag
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.agent import Binding, agent_config, render_agent
 from sleuth.operator.render.meta import CONFIG_HASH_ANNOTATION
@@ -45,15 +47,20 @@ text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), ma
 @st.composite
 def served_model(draw: st.DrawFn) -> dict[str, Any]:
     tp = draw(st.sampled_from([1, 2, 4, 8]))
-    model: dict[str, Any] = {"name": draw(families), "tensorParallelSize": tp}
+    name = draw(families)
+    model: dict[str, Any] = {"name": name, "tensorParallelSize": tp}
     if draw(st.booleans()):
         model["gpu"] = {"count": tp * draw(st.integers(1, 8 // tp))}
     if draw(st.booleans()):
         model["quantization"] = draw(st.sampled_from(["fp8", "awq"]))
     if draw(st.booleans()):
-        model["maxModelLen"] = draw(st.integers(256, 131072))
+        limit = context_limit(name)
+        model["maxModelLen"] = draw(st.integers(256, limit.tokens if limit else 131072))
     if draw(st.booleans()):
-        model["extraArgs"] = draw(st.lists(st.from_regex(r"--[a-z-]{1,12}", fullmatch=True)))
+        flags = st.from_regex(r"--[a-z-]{1,12}", fullmatch=True).filter(
+            lambda arg: managed_flag(arg) is None
+        )
+        model["extraArgs"] = draw(st.lists(flags))
     if draw(st.booleans()):
         model["cache"] = draw(st.sampled_from([{"size": "200Gi"}, {"claimName": "weights"}]))
     if draw(st.booleans()):
