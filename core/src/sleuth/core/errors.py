@@ -15,7 +15,8 @@ whether trying again may help is said one way everywhere: the ``retryable`` attr
     ├── KubeError                   a Kubernetes API call failed (sleuth.core.kube)
     │   ├── KubeRetryable           retryable: unreachable, throttled, 5xx, timeout
     │   │   └── KubeConflict        another writer won a race (409 on a non-apply write)
-    │   └── KubeRejected            the apiserver refused the request (4xx but 404/409)
+    │   └── KubeRejected            permanent: the request is refused as sent (invalid, forbidden,
+    │                               too large, unconvertible; sleuth.core.kube.classify)
     ├── NotHealthy (RuntimeError)   a local child process never answered (sleuth.core.process)
     ├── AgentError                  sleuth.agent.errors
     ├── ToolError                   sleuth.agent.tools.base
@@ -25,6 +26,8 @@ whether trying again may help is said one way everywhere: the ``retryable`` attr
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 
 class SleuthError(Exception):
@@ -74,8 +77,27 @@ class ModelResponseError(ModelError):
     """The model server rejected the request or answered something unparseable."""
 
 
+@dataclass(frozen=True)
+class KubeCause:
+    """One cause of a refused request (``metav1.StatusCause``): its type, field and message."""
+
+    reason: str = ""
+    field: str = ""
+    message: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+
 class KubeError(SleuthError):
-    """A Kubernetes API call failed."""
+    """A Kubernetes API call failed; ``reason`` and ``causes`` are the Status body's, if any."""
+
+    def __init__(
+        self, message: str, *, reason: str = "", causes: tuple[KubeCause, ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.causes = causes
 
 
 class KubeRetryable(KubeError):
@@ -89,9 +111,18 @@ class KubeConflict(KubeRetryable):
 
 
 class KubeRejected(KubeError):
-    """The apiserver refused a request; its status code and message are kept."""
+    """The apiserver refused a request for good; its status code and message are kept
+    (``detail``: the apiserver's message, without the request)."""
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"HTTP {status}: {message}")
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        reason: str = "",
+        causes: tuple[KubeCause, ...] = (),
+        detail: str | None = None,
+    ) -> None:
+        super().__init__(f"HTTP {status}: {message}", reason=reason, causes=causes)
         self.status = status
-        self.detail = message
+        self.detail = message if detail is None else detail

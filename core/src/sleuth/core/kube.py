@@ -11,15 +11,24 @@ Credentials (:func:`new_api_client`), the same order for every command:
 
 None usable: :class:`~sleuth.core.errors.ConfigError` saying why.
 
-Errors:
+Errors are classified by what the apiserver's Status body says (``reason``, ``details.causes``),
+not by the HTTP code alone (:func:`classify`):
 
 - 404: reads return ``None``, deletes succeed (the object is already gone), other writes return
   ``None`` (the object, or its namespace, is gone).
-- 409: :class:`KubeConflict` (retryable). Server-side apply uses ``force``, so it does not
-  conflict with other field managers; only plain writes can: a create of an existing name, or a
-  write carrying a ``resourceVersion`` that is no longer current (optimistic concurrency).
-- 429, 5xx, timeouts, connection errors: :class:`KubeRetryable`.
-- Any other 4xx: :class:`KubeRejected` (permanent), with the apiserver's message.
+- :class:`KubeConflict` (retryable): ``Conflict`` / ``AlreadyExists`` (409). Server-side apply uses
+  ``force``, so it does not conflict with other field managers; only plain writes can: a create of
+  an existing name, or a write carrying a ``resourceVersion`` that is no longer current.
+- :class:`KubeRetryable`: throttling (429), timeouts, an unavailable or overloaded server, an
+  internal error, a connection error, and a namespace that is being deleted (403 with the cause
+  ``NamespaceTerminating``: the object's owner goes with it). A Service refused because the
+  Service IP range is full is retryable too (an IP comes free when a Service is deleted): the
+  caller reports it on the owner and tries again later.
+- :class:`KubeRejected` (permanent): the request itself is refused, and sending it again cannot
+  help: ``Invalid`` (422), ``Forbidden`` (403: RBAC or an admission policy), ``BadRequest``,
+  ``RequestEntityTooLarge`` (413), and an ``InternalError`` (500) whose message says the request
+  could not be converted (server-side apply answers 500 for an object it cannot type, e.g. a
+  quantity ``banana``). It keeps the Status ``reason`` and the causes' field paths.
 
 Writes to children are server-side apply under one field manager, so applying the same object
 twice changes nothing (no new resourceVersion).
@@ -41,7 +50,14 @@ from kubernetes import config as _config
 
 from sleuth.core.api.v1alpha1 import kinds
 from sleuth.core.api.v1alpha1.common import API_VERSION
-from sleuth.core.errors import ConfigError, KubeConflict, KubeRejected, KubeRetryable
+from sleuth.core.errors import (
+    ConfigError,
+    KubeCause,
+    KubeConflict,
+    KubeError,
+    KubeRejected,
+    KubeRetryable,
+)
 
 config: Any = _config  # the kubernetes package has no type hints
 
@@ -94,6 +110,7 @@ ROLE = Resource("rbac.authorization.k8s.io/v1", "Role", "roles")
 ROLE_BINDING = Resource("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings")
 POD_DISRUPTION_BUDGET = Resource("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets")
 LEASE = Resource("coordination.k8s.io/v1", "Lease", "leases")
+POD = Resource("v1", "Pod", "pods")
 
 RESOURCES = {
     (r.api_version, r.kind): r
@@ -114,6 +131,7 @@ RESOURCES = {
         ROLE_BINDING,
         POD_DISRUPTION_BUDGET,
         LEASE,
+        POD,
     )
 }
 
@@ -184,12 +202,7 @@ class Kube:
         if 200 <= status < 300:
             decoded: dict[str, Any] = json.loads(text) if text else {}
             return decoded
-        message = _message(text)
-        if status == 409:
-            raise KubeConflict(f"{method} {path}: {message}")
-        if status == 429 or status >= 500:
-            raise KubeRetryable(f"{method} {path}: HTTP {status}: {message}")
-        raise KubeRejected(status, f"{method} {path}: {message}")
+        raise classify(status, text, f"{method} {path}")
 
     def get(
         self, resource: Resource, namespace: str, name: str, sub: str | None = None
@@ -220,6 +233,20 @@ class Kube:
         if result is None:  # the namespace itself is gone
             raise KubeRetryable(f"apply {path}: namespace not found")
         return result
+
+    def merge_patch(self, manifest: dict[str, Any]) -> dict[str, Any] | None:
+        """JSON-merge-patch ``manifest`` onto the live object under the operator's field manager:
+        unlike an apply, every list the manifest holds replaces the live one whole (entries other
+        managers added are dropped). None when the object does not exist."""
+        meta = manifest["metadata"]
+        path = resource_of(manifest).path(meta["namespace"], meta["name"])
+        return self._request(
+            "PATCH",
+            path,
+            query=[("fieldManager", self.field_manager)],
+            body=manifest,
+            content_type="application/merge-patch+json",
+        )
 
     def delete(self, resource: Resource, namespace: str, name: str, uid: str | None = None) -> None:
         """Delete an object (background propagation); absent objects are fine."""
@@ -267,14 +294,65 @@ class Kube:
         return self._request("PUT", path, body=manifest)
 
 
-def _message(text: str) -> str:
-    try:
-        decoded = json.loads(text)
-    except ValueError:
-        return text[:500]
-    if isinstance(decoded, dict):
-        return str(decoded.get("message", text[:500]))
-    return text[:500]
+@dataclass(frozen=True)
+class ApiStatus:
+    """The parts of a ``metav1.Status`` failure that say what went wrong."""
+
+    code: int
+    reason: str
+    message: str
+    causes: tuple[KubeCause, ...]
+
+    @classmethod
+    def parse(cls, code: int, text: str) -> ApiStatus:
+        try:
+            body = json.loads(text)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return cls(code, "", text[:500], ())
+        details = body.get("details")
+        raw = details.get("causes") if isinstance(details, dict) else None
+        causes = tuple(
+            KubeCause(str(c.get("reason", "")), str(c.get("field", "")), str(c.get("message", "")))
+            for c in raw or []
+            if isinstance(c, dict)
+        )
+        message = str(body.get("message") or text[:500])
+        return cls(code, str(body.get("reason") or ""), message, causes)
+
+    def mentions(self, text: str) -> bool:
+        """Whether the message or a cause (its type or message) holds ``text``."""
+        return text in self.message or any(
+            text in cause.reason or text in cause.message for cause in self.causes
+        )
+
+
+# A 500 holding one of these says the request itself cannot be typed or decoded: not transient.
+UNCONVERTIBLE = ("failed to create typed patch object", "unable to decode", "cannot unmarshal")
+NAMESPACE_TERMINATING = "NamespaceTerminating"
+# The Service IP range is full: an IP comes free when any Service is deleted.
+IP_RANGE_FULL = ("range is full", "no more addresses")
+
+
+def classify(code: int, text: str, request: str) -> KubeError:
+    """The error of a failed call (``request``: method and path), from the apiserver's answer:
+    see the module docstring for the policy."""
+    status = ApiStatus.parse(code, text)
+    reason, causes = status.reason, status.causes
+    message = f"{request}: {status.message}"
+    if code == 409 or reason in ("Conflict", "AlreadyExists"):
+        return KubeConflict(message, reason=reason, causes=causes)
+    if reason == "Forbidden" and status.mentions(NAMESPACE_TERMINATING):
+        return KubeRetryable(message, reason=reason, causes=causes)
+    if any(status.mentions(text) for text in IP_RANGE_FULL):
+        return KubeRetryable(message, reason=reason, causes=causes)
+    if code >= 500 and any(text in status.message for text in UNCONVERTIBLE):
+        return KubeRejected(code, message, reason=reason, causes=causes, detail=status.message)
+    if code == 429 or code >= 500:
+        message = f"{request}: HTTP {code}: {status.message}"
+        return KubeRetryable(message, reason=reason, causes=causes)
+    return KubeRejected(code, message, reason=reason, causes=causes, detail=status.message)
 
 
 __all__ = [
@@ -287,6 +365,7 @@ __all__ = [
     "FIELD_MANAGER",
     "LEASE",
     "NETWORK_POLICY",
+    "POD",
     "POD_DISRUPTION_BUDGET",
     "PROMETHEUS_RULE",
     "ROLE",
@@ -295,8 +374,10 @@ __all__ = [
     "SERVICE",
     "SERVICE_ACCOUNT",
     "TOOL_BINDING",
+    "ApiStatus",
     "Kube",
     "Resource",
+    "classify",
     "new_api_client",
     "resource_of",
 ]

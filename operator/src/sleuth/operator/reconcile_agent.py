@@ -19,6 +19,7 @@ from sleuth.core.kube import (
     TOOL_BINDING,
 )
 from sleuth.operator.bindings import bindings_for
+from sleuth.operator.children import apply_children, rejected_conditions
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.reconcile_common import (
     Context,
@@ -64,8 +65,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
     manifests = render_model(owner, spec.model, ctx.settings) + render_agent(
         owner, spec, bound.accepted, ctx.settings
     )
-    for manifest in manifests:
-        kube.apply(manifest)
+    refused = apply_children(kube, manifests)
     keep = {(m["kind"], m["metadata"]["name"]) for m in manifests}
     prune(
         kube,
@@ -92,7 +92,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
             }
         )
     tools.sort(key=lambda t: (t["name"], t["binding"]))
-    conditions = _conditions(secrets, rollouts, tools)
+    conditions = rejected_conditions(refused, _conditions(secrets, rollouts, tools))
     extra = {
         "model": spec.model.effective_served_name,
         "modelEndpoint": model_endpoint(owner, spec.model, ctx.settings),

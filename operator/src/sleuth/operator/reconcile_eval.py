@@ -16,7 +16,6 @@ from typing import Any
 
 from sleuth.core.api.v1alpha1.common import SecretKeyRef
 from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleSpec
-from sleuth.core.errors import KubeRejected
 from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
     CRON_JOB,
@@ -26,9 +25,9 @@ from sleuth.core.kube import (
     ROLE_BINDING,
     SERVICE_ACCOUNT,
     TOOL_BINDING,
-    Kube,
 )
 from sleuth.operator.bindings import bindings_for
+from sleuth.operator.children import apply_children, rejected_conditions
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.reconcile_common import (
     Context,
@@ -48,7 +47,6 @@ from sleuth.operator.render.evalschedule import (
     cronjob_name,
     render_eval_cronjob,
 )
-from sleuth.operator.render.meta import Owner
 from sleuth.operator.status import Cond, invalid_conditions
 
 STATUS_KEYS: tuple[str, ...] = ()
@@ -116,11 +114,15 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         return _without_children(ctx, obj, "ModelEndpointUnknown", message)
 
     owner = owner_of(obj)
-    forbidden = _apply_access(kube, owner, agent_name)
-    kube.apply(render_eval_cronjob(owner, spec, target, ctx.settings))
+    # The pods' account first, then the CronJob whose pods use it; a 403 on the account is
+    # reported as EvalAccessForbidden (an older chart's RBAC), and the CronJob still applied.
+    access = apply_children(kube, render_eval_access(owner, agent_name))
+    forbidden = [r for r in access if r.status == FORBIDDEN]
     rules_served = kube.serves(PROMETHEUS_RULE)
+    children = [render_eval_cronjob(owner, spec, target, ctx.settings)]
     if rules_served:
-        kube.apply(render_eval_rules(owner, spec, ctx.settings))
+        children.append(render_eval_rules(owner, spec, ctx.settings))
+    refused = [r for r in access if r.status != FORBIDDEN] + apply_children(kube, children)
 
     refs = []
     if spec.judge is not None and spec.judge.api_key_secret_ref is not None:
@@ -150,31 +152,23 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
             "monitoring.coreos.com/v1 PrometheusRule is not served in this cluster (is the "
             "prometheus-operator installed?): the runs are scheduled but nothing alerts on them",
         )
-    if forbidden is not None:
+    if forbidden:
         message = (
             f"the operator may not create the eval pods' ServiceAccount, Role or RoleBinding "
-            f"{name}-eval ({forbidden}): runs cannot report to this status. Upgrade the chart "
+            f"{name}-eval ({'; '.join(r.describe() for r in forbidden)}): runs cannot report to "
+            "this status. Upgrade the chart "
             "(its RBAC grants serviceaccounts, roles, rolebindings and get on "
             "evalschedules/status) or grant them"
         )
         ready = Cond("Ready", "False", "EvalAccessForbidden", message)
         degraded = Cond("Degraded", "True", "EvalAccessForbidden", message)
-    conditions = secret_conditions(secrets, ready, progressing, degraded)
+    conditions = rejected_conditions(
+        refused, secret_conditions(secrets, ready, progressing, degraded)
+    )
     return write_status(ctx, EVAL_SCHEDULE, obj, conditions, {}, STATUS_KEYS)
 
 
-def _apply_access(kube: Kube, owner: Owner, agent: str) -> str | None:
-    """Apply the eval pods' ServiceAccount, Role, RoleBinding (before the pods that use them);
-    the apiserver's refusal (HTTP 403, e.g. an older chart's RBAC) is returned, not raised, so
-    that the EvalSchedule says so in its conditions."""
-    for manifest in render_eval_access(owner, agent):
-        try:
-            kube.apply(manifest)
-        except KubeRejected as err:
-            if err.status != 403:
-                raise
-            return str(err)
-    return None
+FORBIDDEN = 403
 
 
 __all__ = ["reconcile_eval"]

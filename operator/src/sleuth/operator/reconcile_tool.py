@@ -14,6 +14,7 @@ from sleuth.core.kube import (
     TOOL_BINDING,
 )
 from sleuth.operator.bindings import bindings_for
+from sleuth.operator.children import apply_children, rejected_conditions
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.reconcile_common import (
     Context,
@@ -63,13 +64,12 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     if agent is None or agent["metadata"].get("deletionTimestamp"):
         message = f"spec.agentRef.name: AgentDeployment {agent_name} not found in {namespace}"
         return _without_children(ctx, obj, "AgentNotFound", message, extra)
-    refused = bindings_for(kube.list(TOOL_BINDING, namespace), agent_name).refused
-    if name in refused:
-        return _without_children(ctx, obj, "ToolNameConflict", refused[name], extra)
+    clashes = bindings_for(kube.list(TOOL_BINDING, namespace), agent_name).refused
+    if name in clashes:
+        return _without_children(ctx, obj, "ToolNameConflict", clashes[name], extra)
 
     owner = owner_of(obj)
-    for manifest in render_tool(owner, spec, ctx.settings):
-        kube.apply(manifest)
+    refused = apply_children(kube, render_tool(owner, spec, ctx.settings))
     extra["endpoint"] = tool_endpoint(name, namespace, ctx.settings)
 
     refs = [(f"spec.{SECRET_ENV[env]}", ref) for env, ref in secret_refs(spec).items()]
@@ -85,7 +85,9 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     else:
         ready = Cond("Ready", "True", "Ready", f"{spec.tool_name} is served for agent {agent_name}")
         degraded = Cond("Degraded", "False", "AsExpected", "tool service ready")
-    conditions = secret_conditions(secrets, ready, progressing, degraded)
+    conditions = rejected_conditions(
+        refused, secret_conditions(secrets, ready, progressing, degraded)
+    )
     return write_status(ctx, TOOL_BINDING, obj, conditions, extra, STATUS_KEYS)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from pydantic.alias_generators import to_camel
 
 from sleuth.core.api.quantity import RESOURCE_NAME, parse_quantity, valid_resource_name
@@ -67,7 +67,7 @@ _QUANTITY_MAP: dict[str, Any] = {"maxProperties": MAX_RESOURCE_NAMES}
 _RESOURCE_NAME_RE2 = RESOURCE_NAME.replace("\\", "\\\\")
 
 
-def _map_rules(field: str) -> list[dict[str, str]]:
+def _map_rules(field: str) -> list[JsonValue]:
     return [
         {
             "rule": f"!has(self.{field}) || self.{field}.all(k, k.matches('{_RESOURCE_NAME_RE2}'))",
@@ -76,7 +76,8 @@ def _map_rules(field: str) -> list[dict[str, str]]:
             "fieldPath": f".{field}",
         },
         {
-            "rule": f"!has(self.{field}) || self.{field}.all(k, isQuantity(string(self.{field}[k])))",
+            "rule": f"!has(self.{field}) || "
+            f"self.{field}.all(k, isQuantity(string(self.{field}[k])))",
             "message": f"{field}: every value must be a quantity, e.g. 500m, 2Gi or 4",
             "fieldPath": f".{field}",
         },

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pydantic import JsonValue
+
 
 @dataclass(frozen=True)
 class ContextLimit:
@@ -62,7 +64,7 @@ def _chain(values: list[str], fallback: str) -> str:
     return text
 
 
-def context_rule() -> dict[str, str]:
+def context_rule() -> dict[str, JsonValue]:
     """CEL: an explicit maxModelLen fits the family's context."""
     fits = [f"self.maxModelLen <= {limit.tokens}" for limit in CONTEXT_LIMITS]
     labels = [f"'{limit.label} models ({limit.tokens} tokens)'" for limit in CONTEXT_LIMITS]

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import JsonValue
+
 ToolCallParser = Literal[
     "llama3_json",
     "llama4_pythonic",
@@ -51,7 +53,9 @@ class Family:
 FAMILIES: tuple[Family, ...] = (
     Family("xLAM", r"xlam", "xlam", ("xlam",)),
     Family("Hermes", r"hermes", "hermes", ("hermes",)),
-    Family("Llama 4", r"llama-?4", "llama4_pythonic", ("llama4_pythonic", "pythonic", "llama4_json")),
+    Family(
+        "Llama 4", r"llama-?4", "llama4_pythonic", ("llama4_pythonic", "pythonic", "llama4_json")
+    ),
     Family("Llama 3.x", r"llama-?3", "llama3_json", ("llama3_json", "pythonic")),
     Family("Qwen3-Coder", r"qwen-?3-coder", "qwen3_coder", ("qwen3_coder",)),
     Family("Qwen2.5/Qwen3/QwQ", r"qwen-?2\.5|qwen-?3|qwq", "hermes", ("hermes",)),
@@ -131,11 +135,10 @@ _OWN_TEMPLATE = (
 )
 
 
-def parser_rule() -> dict[str, str]:
+def parser_rule() -> dict[str, JsonValue]:
     """CEL: an explicit parser must fit the family of the model (unless a template comes along)."""
     accepted = [
-        "self.toolCallParser in [" + ", ".join(f"'{p}'" for p in f.accepts) + "]"
-        for f in FAMILIES
+        "self.toolCallParser in [" + ", ".join(f"'{p}'" for p in f.accepts) + "]" for f in FAMILIES
     ]
     advice = [f"'{_advice(f)}'" for f in FAMILIES]
     message = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 MAX_EXTRA_ARG_CHARS = 4096
 ExtraArg = Annotated[str, Field(min_length=1, max_length=MAX_EXTRA_ARG_CHARS)]
@@ -64,7 +64,7 @@ def repeated_flag(extra_args: list[str]) -> str | None:
     return None
 
 
-def extra_args_rule() -> dict[str, str]:
+def extra_args_rule() -> dict[str, JsonValue]:
     """CEL: no extraArgs entry repeats a managed flag."""
     pattern = MANAGED_PATTERN.replace("\\", "\\\\")
     return {
