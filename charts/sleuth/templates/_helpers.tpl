@@ -90,6 +90,8 @@ The RBAC rules of the operator inside a namespace: exactly the verbs it uses.
   read, server-side applied (patch; create when new), pruned (delete); an agent's
   PodDisruptionBudget (more than one replica) is applied and pruned the same way, not watched.
 - Events: created (conditions' transitions).
+- Pods: listed by label while a child Deployment is not ready, for the scheduler's reason
+  (PodScheduled=False) in the owner's condition; never read one by one, watched or changed.
 - EvalSchedule children: CronJobs (watched like the others) and PrometheusRules (applied and
   pruned; the API group is only read to see whether it is served); the eval pods' ServiceAccount,
   Role and RoleBinding (applied and pruned). The apiserver lets the operator create a Role only
@@ -133,6 +135,9 @@ The RBAC rules of the operator inside a namespace: exactly the verbs it uses.
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
 {{- end -}}
 
 {{/* Reading Secrets by name (never list or watch): only where agents and tools live. */}}

@@ -18,6 +18,7 @@ whether trying again may help is said one way everywhere: the ``retryable`` attr
     │   └── KubeRejected            permanent: the request is refused as sent (invalid, forbidden,
     │                               too large, unconvertible; sleuth.core.kube.classify)
     ├── NotHealthy (RuntimeError)   a local child process never answered (sleuth.core.process)
+    ├── SqlRejected                 the SQL guard refused a query (sleuth.core.sql.guard)
     ├── AgentError                  sleuth.agent.errors
     ├── ToolError                   sleuth.agent.tools.base
     ├── OperatorError               sleuth.operator.errors

@@ -25,6 +25,7 @@ from sleuth.operator.reconcile_common import (
     Context,
     SecretCheck,
     check_secrets,
+    observe_rollout,
     owner_of,
     parse_spec,
     prune,
@@ -76,12 +77,14 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
     )
 
     secrets = check_secrets(kube, namespace, _secret_refs(spec))
-    model = rollout(model_name(owner), kube.get(DEPLOYMENT, namespace, model_name(owner)))
-    agent = rollout(agent_name(owner), kube.get(DEPLOYMENT, namespace, agent_name(owner)))
+    model = observe_rollout(kube, namespace, model_name(owner), "model", name)
+    agent = observe_rollout(kube, namespace, agent_name(owner), "agent", name)
     rollouts = [model, agent] if spec.model.serves else [agent]
     tools: list[dict[str, Any]] = []
     for b in bound.accepted:
-        tool = rollout(b.name, kube.get(DEPLOYMENT, namespace, tool_service_name(b.name)))
+        tool = rollout(
+            b.name, kube.get(DEPLOYMENT, namespace, tool_service_name(b.name))
+        )  # readiness only
         tools.append(
             {
                 "name": b.spec.tool_name,

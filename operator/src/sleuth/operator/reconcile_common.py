@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import socket
@@ -13,10 +14,25 @@ from pydantic import BaseModel, ValidationError
 
 from sleuth.core.api.v1alpha1.common import API_VERSION, SecretKeyRef
 from sleuth.core.errors import KubeRejected, SleuthError
-from sleuth.core.kube import SECRET, Kube, Resource
+from sleuth.core.kube import DEPLOYMENT, POD, SECRET, Kube, Resource
 from sleuth.operator.errors import InvalidSpec
-from sleuth.operator.render.meta import MANAGED_BY, Owner, RenderSettings
-from sleuth.operator.status import Cond, now_rfc3339, settle, status_patch, transitions
+from sleuth.operator.render.meta import (
+    MANAGED_BY,
+    Component,
+    Owner,
+    RenderSettings,
+    selector_labels,
+)
+from sleuth.operator.status import (
+    Cond,
+    Rollout,
+    now_rfc3339,
+    rollout,
+    settle,
+    status_patch,
+    transitions,
+    unschedulable,
+)
 
 log = logging.getLogger("sleuth.operator")
 
@@ -144,6 +160,21 @@ def prune(
 MANAGED_LABEL = f"app.kubernetes.io/managed-by={MANAGED_BY}"
 
 
+def observe_rollout(
+    kube: Kube, namespace: str, name: str, component: Component, instance: str
+) -> Rollout:
+    """The rollout of Deployment ``name``; while it is not ready, with the scheduler's reason
+    when its pods (selected by ``component`` and ``instance``) cannot be placed."""
+    found = rollout(name, kube.get(DEPLOYMENT, namespace, name))
+    if not found.exists or found.ready:
+        return found
+    labels = selector_labels(component, instance)
+    selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    return dataclasses.replace(
+        found, unschedulable=unschedulable(kube.list(POD, namespace, selector))
+    )
+
+
 def emit(ctx: Context, obj: dict[str, Any], kind: str, reason: str, message: str) -> None:
     """Post a core/v1 Event about ``obj``; failures are logged, never raised."""
     meta = obj["metadata"]
@@ -211,6 +242,7 @@ __all__ = [
     "SecretCheck",
     "check_secrets",
     "emit",
+    "observe_rollout",
     "owner_of",
     "parse_spec",
     "prune",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
     CONFIG_MAP,
@@ -13,20 +12,20 @@ from sleuth.core.kube import (
     SERVICE,
     TOOL_BINDING,
 )
-from sleuth.operator.bindings import bindings_for
+from sleuth.operator.bindings import bindings_for, parse_binding
 from sleuth.operator.children import apply_children, rejected_conditions
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.reconcile_common import (
     Context,
     check_secrets,
+    observe_rollout,
     owner_of,
-    parse_spec,
     prune,
     secret_conditions,
     write_status,
 )
 from sleuth.operator.render.tool import SECRET_ENV, render_tool, secret_refs, tool_endpoint
-from sleuth.operator.status import Cond, invalid_conditions, rollout
+from sleuth.operator.status import Cond, invalid_conditions
 
 STATUS_KEYS = ("toolName", "endpoint")
 CHILDREN = [DEPLOYMENT, SERVICE, CONFIG_MAP, NETWORK_POLICY]
@@ -53,7 +52,7 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     if obj is None or obj["metadata"].get("deletionTimestamp"):
         return None
     try:
-        spec = parse_spec(ToolBindingSpec, obj)
+        spec = parse_binding(obj)
     except InvalidSpec as err:
         conditions = invalid_conditions(str(err))
         return write_status(ctx, TOOL_BINDING, obj, conditions, {}, STATUS_KEYS)
@@ -74,7 +73,7 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
 
     refs = [(f"spec.{SECRET_ENV[env]}", ref) for env, ref in secret_refs(spec).items()]
     secrets = check_secrets(kube, namespace, refs)
-    service = rollout(f"{name}-tool", kube.get(DEPLOYMENT, namespace, f"{name}-tool"))
+    service = observe_rollout(kube, namespace, f"{name}-tool", "tool", name)
     if service.progressing:
         progressing = Cond("Progressing", "True", "RollingOut", service.describe())
     else:

@@ -34,6 +34,7 @@ class Rollout:
     available: int
     updated: int
     current_generation: bool
+    unschedulable: str = ""  # the scheduler's reason a pod of it cannot be placed, if any
 
     @property
     def ready(self) -> bool:
@@ -54,10 +55,11 @@ class Rollout:
             return f"Deployment {self.name} does not exist yet"
         if not self.current_generation:
             return f"Deployment {self.name}: rollout of the latest spec not yet observed"
-        return (
+        text = (
             f"Deployment {self.name}: {self.available}/{self.desired} replicas available, "
             f"{self.updated}/{self.desired} updated"
         )
+        return f"{text}; {self.unschedulable}" if self.unschedulable else text
 
 
 def rollout(name: str, deployment: dict[str, Any] | None) -> Rollout:
@@ -76,6 +78,27 @@ def rollout(name: str, deployment: dict[str, Any] | None) -> Rollout:
         updated=int(status.get("updatedReplicas", 0)),
         current_generation=int(status.get("observedGeneration", 0)) >= int(generation),
     )
+
+
+MAX_SCHEDULER_MESSAGE = 512
+
+
+def unschedulable(pods: list[dict[str, Any]]) -> str:
+    """Why the scheduler cannot place these pods (their ``PodScheduled=False`` condition), e.g.
+    ``pod x-model-7d9f cannot be scheduled: 0/6 nodes are available: 2 Insufficient
+    nvidia.com/gpu, 4 node(s) didn't match Pod's node affinity/selector``; empty when every pod
+    is placed. The newest such pod speaks for all."""
+    waiting = []
+    for pod in pods:
+        for cond in (pod.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                waiting.append((pod.get("metadata", {}).get("creationTimestamp", ""), pod, cond))
+    if not waiting:
+        return ""
+    _, pod, cond = max(waiting, key=lambda w: (w[0], w[1]["metadata"].get("name", "")))
+    reason = str(cond.get("message") or cond.get("reason") or "no reason given")
+    reason = reason.split(" preemption:")[0].rstrip(".")[:MAX_SCHEDULER_MESSAGE]
+    return f"pod {pod['metadata'].get('name', '')} cannot be scheduled: {reason}"
 
 
 def now_rfc3339() -> str:
@@ -158,4 +181,5 @@ __all__ = [
     "settle",
     "status_patch",
     "transitions",
+    "unschedulable",
 ]

@@ -1,101 +1,17 @@
-"""The SQL guard: one read-only SELECT over allowlisted tables, or a refusal with the reason.
+"""The SQL guard as the sql_query tool sees it: a refusal is a tool argument error.
 
-The guard parses the model's SQL with sqlglot (postgres dialect) and walks the whole tree. It
-accepts exactly one ``SELECT`` (``WITH``, ``UNION``/``INTERSECT``/``EXCEPT`` and subqueries
-allowed) when:
-
-- every table it reads, wherever it appears (FROM, JOIN, subquery, CTE body, set operation), is on
-  the allowlist; names bound by a ``WITH`` in scope are CTEs, not tables; schema-qualified names
-  must match a schema-qualified allowlist entry (``public.x`` matches entry ``x``); three-part
-  names are refused; system catalogs and ``information_schema`` are tables like any other;
-- no node writes, locks or changes the session: no INSERT/UPDATE/DELETE/MERGE (also inside a
-  CTE), DDL, COPY, SET, ``SELECT ... INTO``, ``FOR UPDATE/SHARE``, utility commands;
-- no function is on the denylist (``pg_*``, ``lo_*``, ``dblink*``, ``set_config``, ...), no
-  function is schema-qualified, and functions sqlglot does not model are on a small allowlist;
-- placeholders are ``$1..$n`` only, each used, and ``n`` equals the number of params;
-- the text has none of the lexical forms where sqlglot and PostgreSQL could read the same bytes
-  differently (dollar-quoted strings, ``U&`` escapes, NUL bytes).
-
-The guard is the first layer; the executor adds a READ ONLY transaction, a statement timeout and
-a row cap, and the role it connects as can only SELECT (docs/sql/readonly-role.sql).
+The guard itself is :func:`sleuth.core.sql.guard.check_sql` (the operator runs it too, on a
+ToolBinding's templates); here its refusal becomes :class:`SqlRefused`, which the agent loop
+returns to the model as an observation naming the rule.
 """
 
 from __future__ import annotations
 
-import logging
-import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import cast
-
-from sqlglot import exp
-from sqlglot.dialects.postgres import Postgres
-from sqlglot.errors import SqlglotError
-from sqlglot.tokenizer_core import Token, TokenType
+from collections.abc import Sequence
 
 from sleuth.agent.tools.base import ToolArgumentError
-from sleuth.agent.tools.sql.functions import (
-    DENIED_FUNCTION_PREFIXES,
-    DENIED_FUNCTIONS,
-    SAFE_TABLE_FUNCTIONS,
-    SAFE_UNMODELLED_FUNCTIONS,
-)
-
-# sqlglot logs a warning for every statement it parses as a generic Command; the guard refuses
-# those with a clear reason, so the warning is noise.
-logging.getLogger("sqlglot").setLevel(logging.ERROR)
-
-MAX_SQL_CHARS = 20_000
-
-# Statement and clause node types that write, lock, or leave the SELECT world.
-_FORBIDDEN_NODE_NAMES = (
-    "Insert",
-    "Update",
-    "Delete",
-    "Merge",
-    "Create",
-    "Drop",
-    "Alter",
-    "AlterColumn",
-    "Command",
-    "Into",
-    "Lock",
-    "Copy",
-    "Set",
-    "SetItem",
-    "Transaction",
-    "Commit",
-    "Rollback",
-    "TruncateTable",
-    "Use",
-    "Pragma",
-    "LoadData",
-    "Grant",
-    "Revoke",
-    "Cache",
-    "Uncache",
-    "Refresh",
-    "Describe",
-    "Returning",
-    "Analyze",
-    "Kill",
-    "Comment",
-    "Show",
-    "Execute",
-    "Declare",
-    "Attach",
-    "Detach",
-    "Export",
-)
-_FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = tuple(
-    t for t in (getattr(exp, n, None) for n in _FORBIDDEN_NODE_NAMES) if isinstance(t, type)
-)
-
-_FORBIDDEN_TOKENS = {
-    TokenType.HEREDOC_STRING: "dollar-quoted strings are not allowed; use '...' strings",
-    TokenType.UNICODE_STRING: "U& unicode escape strings are not allowed",
-}
-_UNICODE_ESCAPE = re.compile(r"u&\s*['\"]", re.IGNORECASE)
+from sleuth.core.sql.guard import MAX_SQL_CHARS, CheckedQuery, GuardPolicy, SqlRejected
+from sleuth.core.sql.guard import check_sql as _check_sql
 
 
 class SqlRefused(ToolArgumentError):
@@ -106,200 +22,14 @@ class SqlRefused(ToolArgumentError):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class GuardPolicy:
-    """What the guard allows. Table names are PostgreSQL's stored (case-folded) names."""
-
-    allowed_tables: frozenset[str]
-    extra_functions: frozenset[str] = field(default_factory=frozenset)
-    max_chars: int = MAX_SQL_CHARS
-
-    @classmethod
-    def of(cls, tables: Iterable[str], extra_functions: Iterable[str] = ()) -> GuardPolicy:
-        """A policy from table names such as ``contracts`` or ``sales.orders``."""
-        names = frozenset(t.strip() for t in tables if t.strip())
-        return cls(
-            allowed_tables=names, extra_functions=frozenset(f.lower() for f in extra_functions)
-        )
-
-    def allows(self, schema: str, name: str) -> bool:
-        if schema:
-            if f"{schema}.{name}" in self.allowed_tables:
-                return True
-            return schema == "public" and name in self.allowed_tables
-        return name in self.allowed_tables
-
-
-@dataclass(frozen=True)
-class CheckedQuery:
-    """A query the guard accepted: the text to run, the tables it reads, its placeholder count."""
-
-    sql: str
-    tables: tuple[str, ...]
-    placeholders: int
-
-
 def check_sql(
     sql: str, policy: GuardPolicy, params: Sequence[object] | None = None
 ) -> CheckedQuery:
     """Accept ``sql`` or raise :class:`SqlRefused`. ``params`` None skips the count check."""
-    if not isinstance(sql, str) or not sql.strip():
-        raise SqlRefused("the query is empty")
-    if len(sql) > policy.max_chars:
-        raise SqlRefused(f"the query is longer than {policy.max_chars} characters")
-    if "\x00" in sql:
-        raise SqlRefused("the query contains a NUL byte")
-    if _UNICODE_ESCAPE.search(sql):
-        raise SqlRefused("U& unicode escapes are not allowed")
-    root = _parse_one(sql)
-    tables = _check_tree(root, policy)
-    count = _check_placeholders(root, params)
-    return CheckedQuery(sql=sql, tables=tuple(sorted(tables)), placeholders=count)
-
-
-def _parse_one(sql: str) -> exp.Expression:
-    dialect = Postgres()
     try:
-        tokens = dialect.tokenize(sql)
-        _check_tokens(tokens)
-        statements = [s for s in dialect.parser().parse(tokens, sql) if s is not None]
-    except SqlRefused:
-        raise
-    except SqlglotError as err:
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise SqlRefused(f"the query does not parse as PostgreSQL: {first}") from None
-    except Exception as err:  # the compiled parser (sqlglotc) may fail with other errors
-        raise SqlRefused(f"the query does not parse as PostgreSQL: {type(err).__name__}") from None
-    if len(statements) != 1:
-        raise SqlRefused(f"exactly one statement is allowed, found {len(statements)}")
-    root = cast(exp.Expression, statements[0])
-    while isinstance(root, exp.Subquery) and not root.args.get("alias"):
-        root = root.this
-    if not isinstance(root, exp.Select | exp.SetOperation):
-        raise SqlRefused(f"only SELECT is allowed, found {_kind(root)}")
-    return root
+        return _check_sql(sql, policy, params)
+    except SqlRejected as err:
+        raise SqlRefused(err.reason) from None
 
 
-def _check_tokens(tokens: list[Token]) -> None:
-    for token in tokens:
-        reason = _FORBIDDEN_TOKENS.get(token.token_type)
-        if reason is not None:
-            raise SqlRefused(reason)
-
-
-def _kind(node: exp.Expression) -> str:
-    if isinstance(node, exp.Command):
-        return str(node.this).upper()
-    return type(node).__name__.upper()
-
-
-def _check_tree(root: exp.Expression, policy: GuardPolicy) -> set[str]:
-    tables: set[str] = set()
-    for node in root.walk():
-        if isinstance(node, _FORBIDDEN_NODES):
-            raise SqlRefused(f"{_kind(node)} is not allowed; only a read-only SELECT")
-        if isinstance(node, exp.Func):
-            _check_function(node, policy)
-        elif isinstance(node, exp.Table):
-            name = _check_table(node, policy)
-            if name:
-                tables.add(name)
-        elif isinstance(node, exp.Select) and node.args.get("locks"):
-            raise SqlRefused("locking clauses (FOR UPDATE / FOR SHARE) are not allowed")
-    return tables
-
-
-def _function_name(node: exp.Func) -> str:
-    if isinstance(node, exp.Anonymous):
-        return str(node.name).lower()
-    return node.sql_name().lower()
-
-
-def _check_function(node: exp.Func, policy: GuardPolicy) -> None:
-    name = _function_name(node)
-    if isinstance(node.parent, exp.Dot) and node.parent.expression is node:
-        raise SqlRefused(f"schema-qualified function calls are not allowed ({name})")
-    if name in DENIED_FUNCTIONS or name.startswith(DENIED_FUNCTION_PREFIXES):
-        raise SqlRefused(f"function {name}() is not allowed")
-    if (
-        isinstance(node, exp.Anonymous)
-        and name not in SAFE_UNMODELLED_FUNCTIONS
-        and name not in SAFE_TABLE_FUNCTIONS
-        and name not in policy.extra_functions
-    ):
-        raise SqlRefused(f"function {name}() is not on the list of allowed functions")
-
-
-def _ident(node: exp.Expression | None) -> str:
-    """PostgreSQL's folding: unquoted identifiers are lower-cased, quoted ones kept."""
-    if not isinstance(node, exp.Identifier):
-        return ""
-    return str(node.this) if node.quoted else str(node.this).lower()
-
-
-def _check_table(node: exp.Table, policy: GuardPolicy) -> str:
-    target = node.this
-    if isinstance(target, exp.Func):
-        name = _function_name(target)
-        if name not in SAFE_TABLE_FUNCTIONS:
-            raise SqlRefused(f"table function {name}() is not allowed")
-        return ""
-    if not isinstance(target, exp.Identifier):
-        raise SqlRefused("this FROM item is not allowed; name a table")
-    if node.args.get("catalog") is not None:
-        raise SqlRefused(f"three-part table names are not allowed ({node.sql(dialect='postgres')})")
-    name = _ident(target)
-    schema = _ident(node.args.get("db"))
-    if not schema and _is_cte_reference(node, name):
-        return ""
-    if not policy.allows(schema, name):
-        shown = f"{schema}.{name}" if schema else name
-        allowed = ", ".join(sorted(policy.allowed_tables)) or "none"
-        raise SqlRefused(f"table {shown!r} is not allowlisted (allowed: {allowed})")
-    return f"{schema}.{name}" if schema else name
-
-
-def _is_cte_reference(table: exp.Table, name: str) -> bool:
-    """True when a WITH in scope binds ``name``; only names PostgreSQL would also see count."""
-    child: exp.Expression = table
-    came_from_cte: exp.CTE | None = None
-    parent = cast(exp.Expression | None, table.parent)
-    while parent is not None:
-        if isinstance(child, exp.CTE):
-            came_from_cte = child
-        with_ = parent.args.get("with_") or parent.args.get("with")
-        if isinstance(with_, exp.With):
-            ctes = list(with_.expressions)
-            if child is with_ and came_from_cte in ctes:
-                index = ctes.index(came_from_cte)
-                visible = ctes[: index + 1] if with_.args.get("recursive") else ctes[:index]
-            elif child is with_:
-                visible = []
-            else:
-                visible = ctes
-            if any(_ident(cte.args["alias"].this) == name for cte in visible):
-                return True
-        child, parent = parent, cast(exp.Expression | None, parent.parent)
-    return False
-
-
-def _check_placeholders(root: exp.Expression, params: Sequence[object] | None) -> int:
-    numbers: set[int] = set()
-    for node in root.walk():
-        if isinstance(node, exp.Placeholder):
-            raise SqlRefused("only $1, $2, ... placeholders are allowed")
-        if isinstance(node, exp.Parameter):
-            value = node.this
-            if not (isinstance(value, exp.Literal) and not value.is_string):
-                raise SqlRefused("only $1, $2, ... placeholders are allowed")
-            text = str(value.this)
-            if not text.isdigit() or int(text) < 1:
-                raise SqlRefused(f"invalid placeholder ${text}")
-            numbers.add(int(text))
-    count = max(numbers, default=0)
-    if numbers != set(range(1, count + 1)):
-        missing = sorted(set(range(1, count + 1)) - numbers)
-        raise SqlRefused(f"placeholders must be $1..${count} without gaps (missing ${missing[0]})")
-    if params is not None and len(params) != count:
-        raise SqlRefused(f"the query has {count} placeholder(s) but {len(params)} param(s) given")
-    return count
+__all__ = ["MAX_SQL_CHARS", "CheckedQuery", "GuardPolicy", "SqlRefused", "check_sql"]
