@@ -14,7 +14,8 @@ whether trying again may help is said one way everywhere: the ``retryable`` attr
     │   └── ModelResponseError      permanent: 4xx or a body that is not the OpenAI format
     ├── KubeError                   a Kubernetes API call failed (sleuth.core.kube)
     │   ├── KubeRetryable           retryable: unreachable, throttled, 5xx, timeout
-    │   │   └── KubeConflict        another writer won a race (409 on a non-apply write)
+    │   │   ├── KubeConflict        another writer won a race (409 on a non-apply write)
+    │   │   └── KubeExhausted       a capacity is used up (a full Service IP range): reported too
     │   └── KubeRejected            permanent: the request is refused as sent (invalid, forbidden,
     │                               too large, unconvertible; sleuth.core.kube.classify)
     ├── NotHealthy (RuntimeError)   a local child process never answered (sleuth.core.process)
@@ -109,6 +110,11 @@ class KubeRetryable(KubeError):
 
 class KubeConflict(KubeRetryable):
     """Another writer changed the object first (HTTP 409)."""
+
+
+class KubeExhausted(KubeRetryable):
+    """The cluster lacks a capacity now (the Service IP range is full): retrying may succeed once
+    something is freed, and the owner should say so meanwhile."""
 
 
 class KubeRejected(KubeError):

@@ -21,9 +21,11 @@ not by the HTTP code alone (:func:`classify`):
   an existing name, or a write carrying a ``resourceVersion`` that is no longer current.
 - :class:`KubeRetryable`: throttling (429), timeouts, an unavailable or overloaded server, an
   internal error, a connection error, and a namespace that is being deleted (403 with the cause
-  ``NamespaceTerminating``: the object's owner goes with it). A Service refused because the
-  Service IP range is full is retryable too (an IP comes free when a Service is deleted): the
-  caller reports it on the owner and tries again later.
+  ``NamespaceTerminating``: the object's owner goes with it).
+- :class:`KubeExhausted` (retryable): a Service refused because the Service IP range is full
+  (500 ``InternalError``, "failed to allocate a serviceIP: range is full"). An IP comes free
+  when any Service is deleted, so it is retried; unlike a passing fault it is also reported on
+  the owner, since it lasts until someone acts.
 - :class:`KubeRejected` (permanent): the request itself is refused, and sending it again cannot
   help: ``Invalid`` (422), ``Forbidden`` (403: RBAC or an admission policy), ``BadRequest``,
   ``RequestEntityTooLarge`` (413), and an ``InternalError`` (500) whose message says the request
@@ -55,6 +57,7 @@ from sleuth.core.errors import (
     KubeCause,
     KubeConflict,
     KubeError,
+    KubeExhausted,
     KubeRejected,
     KubeRetryable,
 )
@@ -329,7 +332,12 @@ class ApiStatus:
 
 
 # A 500 holding one of these says the request itself cannot be typed or decoded: not transient.
-UNCONVERTIBLE = ("failed to create typed patch object", "unable to decode", "cannot unmarshal")
+UNCONVERTIBLE = (
+    "failed to create typed patch object",
+    "unable to convert unstructured object",
+    "unable to decode",
+    "cannot unmarshal",
+)
 NAMESPACE_TERMINATING = "NamespaceTerminating"
 # The Service IP range is full: an IP comes free when any Service is deleted.
 IP_RANGE_FULL = ("range is full", "no more addresses")
@@ -346,7 +354,7 @@ def classify(code: int, text: str, request: str) -> KubeError:
     if reason == "Forbidden" and status.mentions(NAMESPACE_TERMINATING):
         return KubeRetryable(message, reason=reason, causes=causes)
     if any(status.mentions(text) for text in IP_RANGE_FULL):
-        return KubeRetryable(message, reason=reason, causes=causes)
+        return KubeExhausted(message, reason=reason, causes=causes)
     if code >= 500 and any(text in status.message for text in UNCONVERTIBLE):
         return KubeRejected(code, message, reason=reason, causes=causes, detail=status.message)
     if code == 429 or code >= 500:

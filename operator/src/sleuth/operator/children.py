@@ -6,7 +6,9 @@ and the others are still applied, except a workload that mounts a ConfigMap refu
 pass (its pods would start on the old configuration under the new hash). The owner then reports
 ``Ready=False`` / ``Degraded=True`` with reason ``ChildRejected`` and a message naming each child
 and the apiserver's words; :func:`~sleuth.operator.reconcile_common.write_status` posts the
-Warning Event. Retryable errors propagate, for the control loop to back off and try again.
+Warning Event. Retryable errors propagate, for the control loop to back off and try again; one
+that lasts until someone acts (:class:`~sleuth.core.errors.KubeExhausted`: a full Service IP
+range) is reported the same way first, then raised (:func:`retry_exhausted`).
 
 Drift the operator cannot undo with an apply: another field manager's list entry merged with
 ours into an invalid object (a Service port edited by hand leaves two ports named ``http``, and
@@ -22,7 +24,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from sleuth.core.errors import KubeRejected
+from sleuth.core.errors import KubeExhausted, KubeRejected
 from sleuth.core.kube import Kube, resource_of
 from sleuth.operator.render.meta import Manifest
 from sleuth.operator.status import Cond
@@ -42,9 +44,11 @@ class Refusal:
     message: str
     reason: str = ""
     status: int = 0
+    error: KubeExhausted | None = None  # set when retrying may succeed (a full IP range)
 
     def describe(self) -> str:
-        return f"{self.kind} {self.name}: {self.message[:MAX_MESSAGE_CHARS]}"
+        retry = " (retried)" if self.error is not None else ""
+        return f"{self.kind} {self.name}: {self.message[:MAX_MESSAGE_CHARS]}{retry}"
 
 
 def apply_children(kube: Kube, manifests: list[Manifest]) -> list[Refusal]:
@@ -59,12 +63,27 @@ def apply_children(kube: Kube, manifests: list[Manifest]) -> list[Refusal]:
             message = f"not applied: it mounts ConfigMap {blocked[0]}, which was refused"
             refused.append(Refusal(kind, name, message))
             continue
+        where = f"{kind} {manifest['metadata']['namespace']}/{name}"
         try:
             apply_owned(kube, manifest)
         except KubeRejected as err:
-            log.warning("%s %s/%s refused: %s", kind, manifest["metadata"]["namespace"], name, err)
+            log.warning("%s refused: %s", where, err)
             refused.append(Refusal(kind, name, err.detail, err.reason, err.status))
+        except KubeExhausted as err:
+            log.warning(
+                "%s %s/%s not applied: %s", kind, manifest["metadata"]["namespace"], name, err
+            )
+            detail = str(err).split(": ", 1)[-1]
+            refused.append(Refusal(kind, name, detail, err.reason, error=err))
     return refused
+
+
+def retry_exhausted(refused: list[Refusal]) -> None:
+    """Raise the first retryable refusal (after the status saying so is written), so that the
+    control loop backs off and tries again."""
+    for refusal in refused:
+        if refusal.error is not None:
+            raise refusal.error
 
 
 def apply_owned(kube: Kube, manifest: Manifest) -> dict[str, Any]:
@@ -140,4 +159,5 @@ __all__ = [
     "apply_children",
     "apply_owned",
     "rejected_conditions",
+    "retry_exhausted",
 ]

@@ -19,7 +19,7 @@ from sleuth.core.kube import (
     TOOL_BINDING,
 )
 from sleuth.operator.bindings import bindings_for
-from sleuth.operator.children import apply_children, rejected_conditions
+from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.reconcile_common import (
     Context,
@@ -103,7 +103,9 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         "tools": tools or None,
         "toolNames": ",".join(t["name"] for t in tools) or None,
     }
-    return write_status(ctx, AGENT_DEPLOYMENT, obj, conditions, extra, STATUS_KEYS)
+    written = write_status(ctx, AGENT_DEPLOYMENT, obj, conditions, extra, STATUS_KEYS)
+    retry_exhausted(refused)
+    return written
 
 
 def _conditions(

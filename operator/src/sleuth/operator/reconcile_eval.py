@@ -18,6 +18,7 @@ from sleuth.core.api.v1alpha1.common import SecretKeyRef
 from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleSpec
 from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
+    CONFIG_MAP,
     CRON_JOB,
     EVAL_SCHEDULE,
     PROMETHEUS_RULE,
@@ -25,9 +26,10 @@ from sleuth.core.kube import (
     ROLE_BINDING,
     SERVICE_ACCOUNT,
     TOOL_BINDING,
+    Kube,
 )
 from sleuth.operator.bindings import bindings_for
-from sleuth.operator.children import apply_children, rejected_conditions
+from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.reconcile_common import (
     Context,
@@ -39,6 +41,7 @@ from sleuth.operator.reconcile_common import (
     write_status,
 )
 from sleuth.operator.render.agent import retrieval_embedding
+from sleuth.operator.render.cron import SPAN_YEARS, longest_gap_seconds
 from sleuth.operator.render.evalaccess import render_eval_access
 from sleuth.operator.render.evalrules import render_eval_rules, rule_name
 from sleuth.operator.render.evalschedule import (
@@ -100,6 +103,7 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         return None
     try:
         spec = parse_spec(EvalScheduleSpec, obj)
+        check_fires(spec.schedule)
     except InvalidSpec as err:
         return write_status(ctx, EVAL_SCHEDULE, obj, invalid_conditions(str(err)), {}, STATUS_KEYS)
 
@@ -124,6 +128,7 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         children.append(render_eval_rules(owner, spec, ctx.settings))
     refused = [r for r in access if r.status != FORBIDDEN] + apply_children(kube, children)
 
+    missing = dataset_missing(kube, namespace, spec)
     refs = []
     if spec.judge is not None and spec.judge.api_key_secret_ref is not None:
         refs.append(("spec.judge.apiKeySecretRef", spec.judge.api_key_secret_ref))
@@ -162,13 +167,46 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         )
         ready = Cond("Ready", "False", "EvalAccessForbidden", message)
         degraded = Cond("Degraded", "True", "EvalAccessForbidden", message)
+    if missing is not None:
+        ready = Cond("Ready", "False", "DatasetNotFound", missing)
+        degraded = Cond("Degraded", "True", "DatasetNotFound", missing)
     conditions = rejected_conditions(
         refused, secret_conditions(secrets, ready, progressing, degraded)
     )
-    return write_status(ctx, EVAL_SCHEDULE, obj, conditions, {}, STATUS_KEYS)
+    written = write_status(ctx, EVAL_SCHEDULE, obj, conditions, {}, STATUS_KEYS)
+    retry_exhausted(refused)
+    return written
 
 
 FORBIDDEN = 403
+
+
+def check_fires(schedule: str) -> None:
+    """:class:`InvalidSpec` when ``schedule`` never fires (30 February), or once in 28 years:
+    no run would ever come, and RAGEvalStale could not be rendered."""
+    if longest_gap_seconds(schedule) is None:
+        raise InvalidSpec(
+            "spec.schedule",
+            f"{schedule!r} never fires (at most once in {SPAN_YEARS} years): check the day of "
+            "month against the month",
+        )
+
+
+def dataset_missing(kube: Kube, namespace: str, spec: EvalScheduleSpec) -> str | None:
+    """What is missing of a ConfigMap dataset (naming the spec field), or None. The runs mount
+    the key and verify it against ``<key>.manifest.json``; without either every run fails. A
+    PersistentVolumeClaim is not looked into (the operator does not read claims)."""
+    ref = spec.dataset.config_map_ref
+    if ref is None:
+        return None
+    found = kube.get(CONFIG_MAP, namespace, ref.name)
+    if found is None:
+        return f"spec.dataset.configMapRef.name: ConfigMap {ref.name} not found in {namespace}"
+    keys = set(found.get("data") or {}) | set(found.get("binaryData") or {})
+    for key in (ref.key, f"{ref.key}.manifest.json"):
+        if key not in keys:
+            return f"spec.dataset.configMapRef.key: ConfigMap {ref.name} has no key {key}"
+    return None
 
 
 __all__ = ["reconcile_eval"]

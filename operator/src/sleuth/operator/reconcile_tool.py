@@ -13,7 +13,7 @@ from sleuth.core.kube import (
     TOOL_BINDING,
 )
 from sleuth.operator.bindings import bindings_for, parse_binding
-from sleuth.operator.children import apply_children, rejected_conditions
+from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.reconcile_common import (
     Context,
@@ -87,7 +87,9 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     conditions = rejected_conditions(
         refused, secret_conditions(secrets, ready, progressing, degraded)
     )
-    return write_status(ctx, TOOL_BINDING, obj, conditions, extra, STATUS_KEYS)
+    written = write_status(ctx, TOOL_BINDING, obj, conditions, extra, STATUS_KEYS)
+    retry_exhausted(refused)
+    return written
 
 
 __all__ = ["reconcile_tool"]

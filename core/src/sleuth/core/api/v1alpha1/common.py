@@ -63,7 +63,18 @@ Quantity = str | int
 
 
 MAX_RESOURCE_NAMES = 16
-_QUANTITY_MAP: dict[str, Any] = {"maxProperties": MAX_RESOURCE_NAMES}
+MAX_QUANTITY_CHARS = 64
+
+
+def _quantity_map(schema: dict[str, Any]) -> None:
+    """Bounds the CEL cost estimator needs: names and values of a bounded size."""
+    schema["maxProperties"] = MAX_RESOURCE_NAMES
+    for option in [schema, *schema.get("anyOf", [])]:  # the map, or inside Optional's anyOf
+        values = option.get("additionalProperties")
+        if isinstance(values, dict):
+            values["maxLength"] = MAX_QUANTITY_CHARS
+
+
 _RESOURCE_NAME_RE2 = RESOURCE_NAME.replace("\\", "\\\\")
 
 
@@ -107,12 +118,12 @@ class Resources(SpecModel):
     requests: dict[str, Quantity] | None = Field(
         default=None,
         description="Minimum resources reserved for the container, e.g. {cpu: 500m, memory: 1Gi}.",
-        json_schema_extra=_QUANTITY_MAP,
+        json_schema_extra=_quantity_map,
     )
     limits: dict[str, Quantity] | None = Field(
         default=None,
         description="Maximum resources the container may use, e.g. {memory: 2Gi}.",
-        json_schema_extra=_QUANTITY_MAP,
+        json_schema_extra=_quantity_map,
     )
 
     @model_validator(mode="after")
@@ -129,6 +140,8 @@ class Resources(SpecModel):
                         f"{field}.{name}: a resource name is cpu, memory, ephemeral-storage, "
                         "hugepages-<size> or domain-qualified (e.g. nvidia.com/gpu)"
                     )
+                if len(str(value)) > MAX_QUANTITY_CHARS:
+                    raise ValueError(f"{field}.{name}: at most {MAX_QUANTITY_CHARS} characters")
                 try:
                     values[field][name] = parse_quantity(value)
                 except ValueError as err:

@@ -67,10 +67,12 @@ def _chain(values: list[str], fallback: str) -> str:
 def context_rule() -> dict[str, JsonValue]:
     """CEL: an explicit maxModelLen fits the family's context."""
     fits = [f"self.maxModelLen <= {limit.tokens}" for limit in CONTEXT_LIMITS]
-    labels = [f"'{limit.label} models ({limit.tokens} tokens)'" for limit in CONTEXT_LIMITS]
+    labels = [
+        f"'the context of {limit.label} models ({limit.tokens} tokens)'" for limit in CONTEXT_LIMITS
+    ]
     message = (
-        "'spec.model.maxModelLen: ' + string(self.maxModelLen) + ' is beyond the context of ' + "
-        f"{_chain(labels, repr('this model'))} + '; vLLM would refuse to start'"
+        f"'spec.model.maxModelLen is beyond ' + {_chain(labels, repr('the model context'))} + "
+        "'; vLLM would refuse to start'"
     )
     return {
         "rule": f"!has(self.name) || !has(self.maxModelLen) || {_chain(fits, 'true')}",
