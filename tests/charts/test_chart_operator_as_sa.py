@@ -15,6 +15,7 @@ import yaml
 
 from tests.charts.chart_cluster_kit import EVAL_SCHEDULE, get, install, operator_as
 from tests.charts.chart_testkit import CHART
+from tests.support.golden import golden_configmap
 from tests.support.paths import ROOT
 from tests.support.polling import eventually
 
@@ -46,7 +47,8 @@ def _run_operator_as(
             return status.get("observedGeneration") == obj["metadata"]["generation"] and status
 
         status = eventually(reconciled, timeout, "the AgentDeployment's status is written")
-        kube.kubectl("apply", "-n", agents_in, "-f", "-", input=yaml.safe_dump(EVAL_SCHEDULE))
+        for doc in (golden_configmap(), EVAL_SCHEDULE):
+            kube.kubectl("apply", "-n", agents_in, "-f", "-", input=yaml.safe_dump(doc))
         children = [
             f"{kind}/contracts-nightly-eval"
             for kind in ("cronjob", "serviceaccount", "role", "rolebinding")
@@ -166,7 +168,8 @@ def test_an_older_charts_rbac_is_reported_on_the_evalschedule_and_heals_on_upgra
         examples = ROOT / "examples" / "contracts"
         for name in ("00-secrets.yaml", "10-agentdeployment.yaml"):
             kube.kubectl("apply", "-n", other_namespace, "-f", str(examples / name))
-        kube.kubectl("apply", "-n", other_namespace, "-f", "-", input=yaml.safe_dump(EVAL_SCHEDULE))
+        for doc in (golden_configmap(), EVAL_SCHEDULE):
+            kube.kubectl("apply", "-n", other_namespace, "-f", "-", input=yaml.safe_dump(doc))
 
         def ready() -> dict[str, Any] | None:
             schedule = get(kube, "evalschedule", "contracts-nightly", "-n", other_namespace)

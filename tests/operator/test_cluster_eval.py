@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from tests.operator.operator_testkit import OperatorProcess
+from tests.support.golden import golden_configmap
 from tests.support.polling import eventually
 
 pytestmark = pytest.mark.cluster
@@ -106,6 +107,7 @@ def test_eval_schedule_renders_its_cronjob_and_rule(
         "wait", "--for=condition=Established", "--timeout=60s", "crd/evalschedules.sleuth.dev"
     )
     # Before its agent exists, the schedule runs nothing and says why; the agent heals it.
+    _apply(kube, namespace, golden_configmap())
     _apply(kube, namespace, SCHEDULE)
     eventually(
         lambda: _reason(kube, namespace) == "AgentNotFound", what="Ready=False AgentNotFound"

@@ -20,6 +20,8 @@ pytestmark = pytest.mark.cluster
 AGENT = example("AgentDeployment", "contracts")[0]
 SQL = example("ToolBinding", "contracts-sql")[0]
 WEB = example("ToolBinding", "contracts-web")[0]
+EVAL = example("EvalSchedule", "contracts-weekly")[0]
+LLAMA4 = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
 
 
 def _agent(**model: Any) -> dict[str, Any]:
@@ -141,6 +143,49 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
             ],
         ),
         "spec.sqlQuery.templates[0].parameters[0].allowedValues",
+    ),
+    # Accepted before, failing only later (issue 15): vLLM, the Pod template or Prometheus
+    # would have refused them.
+    ("hermes-on-llama-3.1", _agent(toolCallParser="hermes"), "spec.model.toolCallParser"),
+    (
+        "mistral-on-qwen2.5",
+        _agent(name="Qwen/Qwen2.5-72B-Instruct", toolCallParser="mistral"),
+        "spec.model.toolCallParser: mistral does not fit Qwen2.5",
+    ),
+    (
+        "llama3-json-on-llama-4",
+        _agent(name=LLAMA4, toolCallParser="llama3_json"),
+        "spec.model.toolCallParser: llama3_json does not fit Llama 4",
+    ),
+    ("context-beyond-the-model", _agent(maxModelLen=262144), "spec.model.maxModelLen"),
+    (
+        "extra-args-repeat-a-managed-flag",
+        _agent(extraArgs=["--tensor-parallel-size=8"]),
+        "spec.model.extraArgs",
+    ),
+    ("newline-in-served-name", _agent(servedModelName="llama\nx"), "spec.model.servedModelName"),
+    ("700-kb-extra-arg", _agent(extraArgs=["x" * 700_000]), "spec.model.extraArgs[0]"),
+    (
+        "memory-request-above-limit",
+        _agent(resources={"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}}),
+        "spec.model.resources.requests",
+    ),
+    (
+        "cpu-banana",
+        _with(AGENT, "spec.agent.resources", {"requests": {"cpu": "banana"}}),
+        "spec.agent.resources.requests",
+    ),
+    (
+        "resource-name-gpux",
+        _agent(resources={"limits": {"gpux": 1}}),
+        "spec.model.resources.limits",
+    ),
+    ("cron-step-zero", _with(EVAL, "spec.schedule", "*/0 * * * *"), "spec.schedule"),
+    ("alert-window-zero", _with(EVAL, "spec.alerts.window", "0m"), "spec.alerts.window"),
+    (
+        "threshold-of-a-metric-not-scored",
+        _with(_with(EVAL, "spec.metrics", ["faithfulness"]), "spec.thresholds.contextRecall", 0.5),
+        "spec.thresholds.contextRecall",
     ),
 ]
 

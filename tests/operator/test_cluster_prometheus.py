@@ -37,6 +37,7 @@ from tests.operator.eval_metrics_kit import (
     run_status,
     schedule,
 )
+from tests.support.golden import golden_configmap
 from tests.support.polling import eventually
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -164,6 +165,7 @@ def test_low_faithfulness_goes_pending_then_firing_and_a_failed_run_fires(
 ) -> None:
     with metered_operator(kube, namespace, tmp_path / "operator.log") as (operator, port):
         apply(kube, namespace, AGENT)
+        apply(kube, namespace, golden_configmap())
         apply(kube, namespace, schedule(NAME, alerts={"window": "20s", "for": "5s"}))
         rule = eventually(
             lambda: get(kube, namespace, f"prometheusrule/{NAME}-eval-alerts"),
@@ -233,6 +235,7 @@ def test_a_schedule_that_never_succeeded_goes_stale_until_a_run_succeeds(
 ) -> None:
     with metered_operator(kube, namespace, tmp_path / "operator.log") as (_, port):
         apply(kube, namespace, AGENT)
+        apply(kube, namespace, golden_configmap())
         apply(kube, namespace, schedule("lagging", alerts={"staleAfter": "15s"}))
         rule = eventually(
             lambda: get(kube, namespace, "prometheusrule/lagging-eval-alerts"),

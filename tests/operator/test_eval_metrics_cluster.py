@@ -29,6 +29,7 @@ from tests.operator.eval_metrics_kit import (
     schedule,
 )
 from tests.operator.operator_testkit import OperatorProcess
+from tests.support.golden import golden_configmap
 from tests.support.metrics import scrape
 from tests.support.polling import eventually
 
@@ -59,6 +60,7 @@ def test_status_results_are_exported_and_survive_a_restart(
 ) -> None:
     proc, port = metered
     apply(kube, namespace, AGENT)
+    apply(kube, namespace, golden_configmap())
     apply(kube, namespace, schedule("bot-nightly"))
     created = _ts(get(kube, namespace, "evalschedule/bot-nightly")["metadata"]["creationTimestamp"])
     base = frozenset({("namespace", namespace), ("agent", "bot"), ("eval_schedule", "bot-nightly")})
@@ -188,6 +190,7 @@ def test_the_eval_subcommand_writes_status_and_the_operator_exports_it(
     documents, so 3 of these 4 cases are right) completes a one-part run; /metrics shows it."""
     _, port = metered
     apply(kube, namespace, AGENT)
+    apply(kube, namespace, golden_configmap())
     apply(kube, namespace, schedule("bot-nightly"))
     search = {"name": "vector_search", "arguments": {"query": [{"$any": True}]}}
     cases = [

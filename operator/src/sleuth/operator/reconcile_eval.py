@@ -157,6 +157,9 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
             "monitoring.coreos.com/v1 PrometheusRule is not served in this cluster (is the "
             "prometheus-operator installed?): the runs are scheduled but nothing alerts on them",
         )
+    if missing is not None:
+        ready = Cond("Ready", "False", "DatasetNotFound", missing)
+        degraded = Cond("Degraded", "True", "DatasetNotFound", missing)
     if forbidden:
         message = (
             f"the operator may not create the eval pods' ServiceAccount, Role or RoleBinding "
@@ -167,9 +170,6 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         )
         ready = Cond("Ready", "False", "EvalAccessForbidden", message)
         degraded = Cond("Degraded", "True", "EvalAccessForbidden", message)
-    if missing is not None:
-        ready = Cond("Ready", "False", "DatasetNotFound", missing)
-        degraded = Cond("Degraded", "True", "DatasetNotFound", missing)
     conditions = rejected_conditions(
         refused, secret_conditions(secrets, ready, progressing, degraded)
     )
