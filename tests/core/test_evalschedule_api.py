@@ -114,3 +114,32 @@ def test_crd_columns_category_and_status() -> None:
     assert "conditions" in schema["status"]["properties"]
     dataset_rules = schema["spec"]["properties"]["dataset"]["x-kubernetes-validations"]
     assert "configMapRef" in dataset_rules[0]["rule"]
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"schedule": "*/0 * * * *"}, "a step"),
+        ({"schedule": "0 */00 * * *"}, "a step"),
+        ({"alerts": {"window": "0m"}}, "alerts.window"),
+        ({"alerts": {"staleAfter": "0s"}}, "alerts.staleAfter"),
+        (
+            {"metrics": ["faithfulness"], "thresholds": {"contextRecall": 0.5}},
+            "spec.thresholds.contextRecall: contextRecall is not in spec.metrics",
+        ),
+    ],
+)
+def test_what_prometheus_or_the_cronjob_would_refuse_is_refused(
+    over: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        EvalScheduleSpec.model_validate(_spec(**over))
+
+
+def test_a_default_threshold_of_an_unscored_metric_is_fine() -> None:
+    # The apiserver fills in every default threshold: those cannot be told from the user's.
+    spec = EvalScheduleSpec.model_validate(
+        _spec(metrics=["faithfulness"], thresholds={"contextRecall": 0.7})
+    )
+    assert spec.thresholds.context_recall == 0.7
+    assert EvalScheduleSpec.model_validate(_spec(schedule="*/05 * * * *"))

@@ -56,9 +56,8 @@ def apply_children(kube: Kube, manifests: list[Manifest]) -> list[Refusal]:
     refused: list[Refusal] = []
     for manifest in manifests:
         kind, name = manifest["kind"], manifest["metadata"]["name"]
-        blocked = [
-            r.name for r in refused if r.kind == "ConfigMap" and r.name in _config_maps(manifest)
-        ]
+        mounts = mounted_config_maps(manifest)
+        blocked = [r.name for r in refused if r.kind == "ConfigMap" and r.name in mounts]
         if blocked:
             message = f"not applied: it mounts ConfigMap {blocked[0]}, which was refused"
             refused.append(Refusal(kind, name, message))
@@ -122,7 +121,7 @@ def _controlled(kube: Kube, manifest: Manifest) -> bool:
     return any(r.get("controller") and r.get("uid") in wanted for r in refs)
 
 
-def _config_maps(node: Any) -> set[str]:
+def mounted_config_maps(node: Any) -> set[str]:
     """Names of the ConfigMaps a manifest's pod volumes mount."""
     found: set[str] = set()
     if isinstance(node, dict):
@@ -130,10 +129,10 @@ def _config_maps(node: Any) -> set[str]:
         if isinstance(ref, dict) and isinstance(ref.get("name"), str):
             found.add(ref["name"])
         for value in node.values():
-            found |= _config_maps(value)
+            found |= mounted_config_maps(value)
     elif isinstance(node, list):
         for item in node:
-            found |= _config_maps(item)
+            found |= mounted_config_maps(item)
     return found
 
 
@@ -158,6 +157,7 @@ __all__ = [
     "Refusal",
     "apply_children",
     "apply_owned",
+    "mounted_config_maps",
     "rejected_conditions",
     "retry_exhausted",
 ]
