@@ -163,8 +163,8 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     if forbidden:
         message = (
             f"the operator may not create the eval pods' ServiceAccount, Role or RoleBinding "
-            f"{name}-eval ({'; '.join(r.describe() for r in forbidden)}): runs cannot report to "
-            "this status. Upgrade the chart "
+            f"{name}-eval (HTTP 403: {'; '.join(r.describe() for r in forbidden)}): runs cannot "
+            "report to this status. Upgrade the chart "
             "(its RBAC grants serviceaccounts, roles, rolebindings and get on "
             "evalschedules/status) or grant them"
         )
