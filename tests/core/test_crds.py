@@ -119,6 +119,13 @@ def test_toolbinding_columns_and_rules() -> None:
     assert any("vectorSearch.embedded" in r and "replicas <= 1" in r for r in rules)
     vector = spec["properties"]["vectorSearch"]
     assert [r["rule"] for r in vector["x-kubernetes-validations"]] == [
-        "has(self.url) != has(self.embedded)"
+        "has(self.url) != has(self.embedded)",
+        "!has(self.candidates) || self.candidates >= self.topK",
     ]
+    knobs = vector["properties"]
+    assert knobs["scoreThreshold"]["maximum"] == 1
+    assert knobs["hybrid"]["properties"]["fusion"]["enum"] == ["rrf", "dbsf"]
+    assert knobs["reranker"]["properties"]["api"]["enum"] == ["cohere", "tei"]
+    assert knobs["reranker"]["properties"]["timeoutSeconds"]["default"] == 2
+    assert knobs["chunking"]["properties"]["size"]["default"] == 800
     assert "required" not in vector or "url" not in vector["required"]

@@ -5,7 +5,13 @@ YAML front matter block, whose other keys become filterable metadata); its title
 ``# heading`` (or ``title:``). Chunks overlap (:mod:`sleuth.agent.tools.vector.chunking`), are
 embedded in batches with a progress bar, and upserted under ids derived from (document id,
 chunk index): re-running does not duplicate anything, and chunks left over from a longer
-earlier version of a document are deleted. PDFs are not read (say so rather than guess).
+earlier version of a document are deleted. Each chunk gets its dense embedding and its BM25-style
+keyword vector (:mod:`sleuth.agent.tools.vector.sparse`, computed here), so the collection serves
+dense and hybrid retrieval. PDFs are not read (say so rather than guess).
+
+``--binding`` reads the collection and the chunking (``vectorSearch.chunking``) from a
+ToolBinding manifest (or a tool service's config file), so the passages are cut the way the
+binding says; ``--chunk-size`` / ``--overlap`` override it.
 
 Examples::
 
@@ -13,6 +19,7 @@ Examples::
     sleuth ingest docs/ --collection contracts --qdrant-url http://qdrant:6333 \\
         --embeddings-url http://tei:8080/v1 --embeddings-model bge-m3
     sleuth ingest --sample --collection contracts --qdrant-path ./qdrant-data
+    sleuth ingest docs/ --binding toolbinding.yaml --qdrant-path ./qdrant-data
 """
 
 from __future__ import annotations
@@ -32,8 +39,16 @@ from qdrant_client import AsyncQdrantClient, models
 from tqdm import tqdm
 
 from sleuth.agent.tools.vector.chunking import ChunkSettings, chunk_text
-from sleuth.agent.tools.vector.store import QdrantLocation, ensure_collection, point_id
+from sleuth.agent.tools.vector.sparse import encode_passage
+from sleuth.agent.tools.vector.store import (
+    DENSE,
+    SPARSE,
+    QdrantLocation,
+    ensure_collection,
+    point_id,
+)
 from sleuth.core.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
+from sleuth.core.errors import ConfigError
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 
@@ -121,11 +136,15 @@ def _chunks(documents: Iterable[Document], settings: ChunkSettings) -> list[_Chu
     ]
 
 
-def _point(chunk: _Chunk, vector: list[float]) -> models.PointStruct:
+def _point(chunk: _Chunk, vector: list[float], settings: ChunkSettings) -> models.PointStruct:
     doc = chunk.document
+    sparse = encode_passage(f"{doc.title}\n{chunk.text}")
     return models.PointStruct(
         id=point_id(doc.id, chunk.index),
-        vector=vector,
+        vector={
+            DENSE: vector,
+            SPARSE: models.SparseVector(indices=sparse.indices, values=sparse.values),
+        },
         payload={
             "document_id": doc.id,
             "source": doc.source,
@@ -134,6 +153,7 @@ def _point(chunk: _Chunk, vector: list[float]) -> models.PointStruct:
             "text": chunk.text,
             "content_sha256": hashlib.sha256(chunk.text.encode()).hexdigest(),
             "metadata": doc.metadata,
+            "chunking": {"size": settings.size, "overlap": settings.overlap},
         },
     )
 
@@ -166,13 +186,14 @@ async def ingest(
     progress: bool = True,
 ) -> IngestReport:
     """Chunk, embed and upsert ``documents``; idempotent for unchanged input."""
-    chunks = _chunks(documents, settings or ChunkSettings())
+    settings = settings or ChunkSettings()
+    chunks = _chunks(documents, settings)
     await ensure_collection(client, collection, embedder.dimension, recreate=recreate)
     with tqdm(total=len(chunks), unit="chunk", disable=not progress, file=sys.stderr) as bar:
         for start in range(0, len(chunks), batch_size):
             batch = chunks[start : start + batch_size]
             vectors = await embedder.embed([c.text for c in batch])
-            points = [_point(c, v) for c, v in zip(batch, vectors, strict=True)]
+            points = [_point(c, v, settings) for c, v in zip(batch, vectors, strict=True)]
             await client.upsert(collection, points=points, wait=True)
             bar.update(len(batch))
     counts: dict[str, int] = {doc.id: 0 for doc in documents}
@@ -201,14 +222,22 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("folder", nargs="?", type=Path, help="folder of .md/.txt files")
     parser.add_argument("--sample", action="store_true", help="ingest the built-in sample corpus")
-    parser.add_argument("--collection", required=True, help="Qdrant collection name")
+    parser.add_argument(
+        "--binding",
+        type=Path,
+        help="ToolBinding manifest (or tool service config) of type vector_search: its "
+        "collection and vectorSearch.chunking",
+    )
+    parser.add_argument("--collection", help="Qdrant collection name (default: the binding's)")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--qdrant-url", help="Qdrant URL, e.g. http://qdrant:6333")
     where.add_argument("--qdrant-path", help="folder of a Qdrant local-mode store")
     parser.add_argument("--embeddings-url", help="OpenAI-compatible base URL (ends in /v1)")
     parser.add_argument("--embeddings-model", help="model name sent to the embeddings endpoint")
-    parser.add_argument("--chunk-size", type=int, default=800, help="characters (default 800)")
-    parser.add_argument("--overlap", type=int, default=150, help="characters (default 150)")
+    parser.add_argument(
+        "--chunk-size", type=int, help="characters (default: the binding's, else 800)"
+    )
+    parser.add_argument("--overlap", type=int, help="characters (default: the binding's, else 150)")
     parser.add_argument("--batch-size", type=int, default=32, help="chunks per embedding call")
     parser.add_argument("--recreate", action="store_true", help="drop the collection first")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -222,7 +251,8 @@ async def _run(args: argparse.Namespace) -> int:
     if args.folder is not None and not args.folder.is_dir():
         print(f"error: folder {args.folder} does not exist", file=sys.stderr)
         return 2
-    settings = ChunkSettings(size=args.chunk_size, overlap=args.overlap)
+    settings, collection = _settings(args)
+    args.collection = collection
     skipped: list[str] = []
     if args.sample:
         documents = sample_documents()
@@ -257,9 +287,29 @@ async def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settings(args: argparse.Namespace) -> tuple[ChunkSettings, str]:
+    """Chunking and collection: the flags, else the binding's, else the defaults."""
+    size, overlap, collection = 800, 150, args.collection
+    if args.binding is not None:
+        from sleuth.agent.toolservice.build import load_spec
+
+        spec = load_spec(args.binding, "vector_search")
+        if spec.vector_search is None:
+            raise ValueError(f"{args.binding}: not a vector_search ToolBinding")
+        collection = collection or spec.vector_search.collection
+        if spec.vector_search.chunking is not None:
+            size = spec.vector_search.chunking.size
+            overlap = spec.vector_search.chunking.overlap
+    if not collection:
+        raise ValueError("give --collection or --binding")
+    size = args.chunk_size if args.chunk_size is not None else size
+    overlap = args.overlap if args.overlap is not None else overlap
+    return ChunkSettings(size=size, overlap=overlap), collection
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_run(args))
-    except ValueError as err:
+    except (ValueError, ConfigError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ builders. Credentials come only from the environment:
 ``SLEUTH_SQL_CONNECTION_URI``  PostgreSQL DSN of the SELECT-only role (sql_query, required)
 ``SLEUTH_QDRANT_API_KEY``      Qdrant API key (vector_search, optional)
 ``SLEUTH_EMBEDDING_API_KEY``   embeddings endpoint key (vector_search, optional)
+``SLEUTH_RERANKER_API_KEY``    rerank server key (vector_search with a reranker, optional)
 ``SLEUTH_WEB_SEARCH_API_KEY``  provider key (web_search, optional)
 ``SLEUTH_QDRANT_PATH``         one machine: a Qdrant local-mode folder instead of ``url``
 =============================  ==============================================================
@@ -93,6 +94,8 @@ async def _sql(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
 
 
 async def _vector(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
+    from sleuth.agent.tools.vector.rerank import Reranker, RerankerConfig
+    from sleuth.agent.tools.vector.retrieve import DEFAULT_CANDIDATES, RetrievalSettings
     from sleuth.agent.tools.vector.store import QdrantLocation
     from sleuth.agent.tools.vector.tool import VectorSearchTool, VectorToolConfig
     from sleuth.core.api.v1alpha1.toolbinding import EMBEDDED_QDRANT_MOUNT
@@ -129,13 +132,34 @@ async def _vector(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools
         embedder = LocalEmbedder()
     client = location.client()
     closers.append(client.close)
+    rerank = settings.reranker
+    retrieval = RetrievalSettings(
+        fusion=settings.hybrid.fusion if settings.hybrid else None,
+        candidates=settings.candidates or max(DEFAULT_CANDIDATES, settings.top_k),
+        score_threshold=settings.score_threshold,
+        rerank_threshold=rerank.score_threshold if rerank else None,
+        chunking=(settings.chunking.size, settings.chunking.overlap) if settings.chunking else None,
+    )
+    reranker = None
+    if rerank is not None:
+        reranker = Reranker(
+            RerankerConfig(
+                endpoint=rerank.endpoint,
+                api=rerank.api,
+                model=rerank.model,
+                timeout_seconds=float(rerank.timeout_seconds),
+                api_key=env.get("SLEUTH_RERANKER_API_KEY"),
+            )
+        )
     config = VectorToolConfig(
         collection=settings.collection,
         top_k=settings.top_k,
         name=spec.tool_name,
         description=spec.description,
+        retrieval=retrieval,
     )
-    tool = VectorSearchTool(client, embedder, config)
+    tool = VectorSearchTool(client, embedder, config, reranker=reranker)
+    closers.append(tool.aclose)
     return ServiceTools("vector_search", {tool.spec.name: tool}, tool.ready, closers)
 
 

@@ -39,6 +39,7 @@ SECRET_ENV = {
     "SLEUTH_SQL_CONNECTION_URI": "sqlQuery.connectionSecretRef",
     "SLEUTH_QDRANT_API_KEY": "vectorSearch.apiKeySecretRef",
     "SLEUTH_EMBEDDING_API_KEY": "vectorSearch.embedding.apiKeySecretRef",
+    "SLEUTH_RERANKER_API_KEY": "vectorSearch.reranker.apiKeySecretRef",
     "SLEUTH_WEB_SEARCH_API_KEY": "webSearch.apiKeySecretRef",
 }
 
@@ -73,6 +74,9 @@ def secret_refs(spec: ToolBindingSpec) -> dict[str, SecretKeyRef]:
         else None,
         "SLEUTH_EMBEDDING_API_KEY": spec.vector_search.embedding.api_key_secret_ref
         if spec.vector_search and spec.vector_search.embedding
+        else None,
+        "SLEUTH_RERANKER_API_KEY": spec.vector_search.reranker.api_key_secret_ref
+        if spec.vector_search and spec.vector_search.reranker
         else None,
         "SLEUTH_WEB_SEARCH_API_KEY": spec.web_search.api_key_secret_ref
         if spec.web_search

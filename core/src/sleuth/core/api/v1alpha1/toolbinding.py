@@ -80,6 +80,85 @@ class EmbeddedQdrantSpec(SpecModel):
     )
 
 
+class HybridSpec(SpecModel):
+    """Hybrid retrieval: dense (embedding) and sparse (BM25-style keyword) search, fused by Qdrant.
+
+    The collection must hold both vectors (``sleuth ingest`` writes both). Keyword matches find
+    exact names, numbers and clause references that embeddings blur; fusion keeps the passages
+    both sides rank well.
+    """
+
+    fusion: Literal["rrf", "dbsf"] = Field(
+        default="rrf",
+        description="How Qdrant fuses the two rankings: rrf (reciprocal rank fusion) or dbsf "
+        "(distribution-based score fusion).",
+    )
+
+
+class RerankerSpec(SpecModel):
+    """A reranking model (a cross-encoder) that reorders the candidates before the final topK.
+
+    When it fails or exceeds its timeout, the tool keeps the retrieval order and says so; the
+    call still succeeds.
+    """
+
+    endpoint: str = Field(
+        max_length=2048,
+        pattern=URL_PATTERN,
+        description="Base URL of the rerank server, e.g. http://reranker:8000 (without /v1).",
+    )
+    api: Literal["cohere", "tei"] = Field(
+        default="cohere",
+        description="Wire format: cohere is POST /v1/rerank {model, query, documents, top_n}, "
+        "the Cohere/Jina-compatible API vLLM serves; tei is POST /rerank {query, texts}, Hugging "
+        "Face text-embeddings-inference.",
+    )
+    model: ModelName | None = Field(
+        default=None, description="Model name sent to the server (cohere API; vLLM's served name)."
+    )
+    timeout_seconds: int = Field(
+        default=2,
+        ge=1,
+        le=60,
+        description="Time allowed for one rerank request; beyond it the retrieval order is kept.",
+    )
+    score_threshold: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Drop candidates whose rerank relevance score is below this (0-1). Not "
+        "applied when the reranker failed.",
+    )
+    api_key_secret_ref: SecretKeyRef | None = Field(
+        default=None, description="Secret key holding the rerank server's API key, if needed."
+    )
+
+
+class ChunkingSpec(SpecModel):
+    """How `sleuth ingest --binding` splits documents into passages for this collection.
+
+    Recorded on every ingested passage; the tool service reports a collection chunked otherwise
+    as not ready (re-ingest it with `sleuth ingest --binding`).
+    """
+
+    size: int = Field(
+        default=800, ge=100, le=8000, description="Largest passage, in characters."
+    )
+    overlap: int = Field(
+        default=150,
+        ge=0,
+        le=4000,
+        description="Characters each passage repeats from the end of the previous one; less "
+        "than half of size.",
+    )
+
+    @model_validator(mode="after")
+    def _overlap_below_half(self) -> ChunkingSpec:
+        if self.overlap >= self.size // 2:
+            raise ValueError("spec.vectorSearch.chunking.overlap must be less than half of size")
+        return self
+
+
 class VectorSearchSpec(SpecModel):
     """Semantic search over a Qdrant collection."""
 
@@ -90,7 +169,12 @@ class VectorSearchSpec(SpecModel):
                     "rule": "has(self.url) != has(self.embedded)",
                     "message": "spec.vectorSearch: set exactly one of url (a Qdrant server) and "
                     "embedded (Qdrant's local mode on a PersistentVolumeClaim)",
-                }
+                },
+                {
+                    "rule": "!has(self.candidates) || self.candidates >= self.topK",
+                    "message": "spec.vectorSearch.candidates must be at least topK",
+                    "fieldPath": ".candidates",
+                },
             ]
         }
     )
@@ -117,6 +201,34 @@ class VectorSearchSpec(SpecModel):
         default=None,
         description="Embeddings endpoint; omit to use the tool service's built-in local model.",
     )
+    score_threshold: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Relevance cut-off: passages whose cosine similarity to the query is below "
+        "this are never returned (in hybrid mode too), so a call may return fewer than topK or "
+        "none. Omit for no cut-off.",
+    )
+    hybrid: HybridSpec | None = Field(
+        default=None,
+        description="Dense plus sparse (BM25-style) retrieval fused by Qdrant; omit for dense "
+        "only.",
+    )
+    candidates: int | None = Field(
+        default=None,
+        ge=1,
+        le=100,
+        description="Passages each retrieval side fetches before fusion, the cut-off and the "
+        "reranker narrow them to topK (default 20; never fewer than the call's top_k).",
+    )
+    reranker: RerankerSpec | None = Field(
+        default=None, description="Rerank the candidates with a cross-encoder before topK."
+    )
+    chunking: ChunkingSpec | None = Field(
+        default=None,
+        description="Passage size and overlap the collection is ingested with (`sleuth ingest "
+        "--binding`); omit to accept any.",
+    )
 
     @model_validator(mode="after")
     def _one_store(self) -> VectorSearchSpec:
@@ -125,6 +237,12 @@ class VectorSearchSpec(SpecModel):
                 "spec.vectorSearch: set exactly one of url (a Qdrant server) and embedded "
                 "(Qdrant's local mode on a PersistentVolumeClaim)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _candidates_cover_top_k(self) -> VectorSearchSpec:
+        if self.candidates is not None and self.candidates < self.top_k:
+            raise ValueError("spec.vectorSearch.candidates must be at least topK")
         return self
 
 
@@ -369,7 +487,10 @@ __all__ = [
     "EMBEDDED_QDRANT_MOUNT",
     "TYPE_FIELDS",
     "EmbeddedQdrantSpec",
+    "ChunkingSpec",
     "EmbeddingSpec",
+    "HybridSpec",
+    "RerankerSpec",
     "SqlParameter",
     "SqlQuerySpec",
     "SqlTemplate",
