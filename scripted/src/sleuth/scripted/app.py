@@ -1,10 +1,12 @@
 """The scripted server's HTTP application: the OpenAI wire format, answers taken from a scenario.
 
 Routes: ``POST /v1/chat/completions`` (JSON or server-sent events when ``stream`` is true),
-``GET /v1/models``, ``POST /v1/embeddings``, ``GET /health``, and control routes for tests run
-against a server in another process: ``GET /_scripted/requests`` (every chat request received, in
-order), ``DELETE /_scripted/requests`` (forget them) and ``PUT /_scripted/scenario`` (replace the
-scenario).
+``GET /v1/models``, ``POST /v1/embeddings``, ``POST /rerank`` (text-embeddings-inference's form,
+or the Cohere/Jina form when the body has ``documents``), ``POST /v1/rerank`` and
+``POST /v2/rerank`` (the Cohere/Jina form vLLM serves), ``GET /health``, and control routes for
+tests run against a server in another process: ``GET /_scripted/requests`` (every chat request
+received, in order; ``?kind=rerank`` for the rerank requests), ``DELETE /_scripted/requests``
+(forget them) and ``PUT /_scripted/scenario`` (replace the scenario).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class ScriptState:
         self.scenario = scenario
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
+        self.rerank_requests: list[dict[str, Any]] = []
         self._cursor = 0
         self._lock = threading.Lock()
 
@@ -53,6 +56,10 @@ class ScriptState:
     def clear_requests(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.rerank_requests.clear()
+
+    def lock(self) -> threading.Lock:
+        return self._lock
 
     def select(self, request: dict[str, Any]) -> ScriptedResponse:
         with self._lock:
@@ -288,6 +295,55 @@ def create_app(state: ScriptState) -> Starlette:
             }
         )
 
+    async def rerank(request: Request) -> Response:
+        """TEI's ``/rerank`` ({query, texts} → [{index, score}]) or the Cohere/Jina form vLLM
+        serves ({model, query, documents, top_n} → {results: [{index, relevance_score}]})."""
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "request body is not valid JSON")
+        cohere = request.url.path != "/rerank" or (isinstance(body, dict) and "documents" in body)
+        field = "documents" if cohere else "texts"
+        docs = body.get(field) if isinstance(body, dict) else None
+        query = body.get("query") if isinstance(body, dict) else None
+        if not isinstance(query, str) or not query:
+            return _error(400, "query: a non-empty string is required", "query")
+        if not isinstance(docs, list) or not docs or not all(isinstance(d, str) for d in docs):
+            return _error(400, f"{field}: a non-empty list of strings is required", field)
+        with state.lock():
+            state.rerank_requests.append({"path": request.url.path, **body})
+        script = state.scenario.rerank
+        await asyncio.sleep(script.delay_ms / 1000)
+        if script.status >= 400:
+            return _error(script.status, "scripted rerank failure")
+        scores = [script.score(query, d) for d in docs]
+        order = sorted(range(len(docs)), key=lambda i: -scores[i])
+        if script.malformed:
+            order = [len(docs) + 5]
+            scores.append(0.5)
+            scores.extend([0.0] * 5)
+        if not cohere:
+            return JSONResponse([{"index": i, "score": scores[i]} for i in order])
+        top_n = body.get("top_n")
+        if isinstance(top_n, int) and top_n > 0:
+            order = order[:top_n]
+        tokens = sum(max(1, len(d) // 4) for d in docs) + len(query) // 4
+        return JSONResponse(
+            {
+                "id": f"rerank-{uuid.uuid4().hex[:16]}",
+                "model": str(body.get("model") or state.scenario.model),
+                "usage": {"total_tokens": tokens},
+                "results": [
+                    {
+                        "index": i,
+                        "document": {"text": docs[i]} if i < len(docs) else None,
+                        "relevance_score": scores[i],
+                    }
+                    for i in order
+                ],
+            }
+        )
+
     async def health(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
@@ -295,6 +351,8 @@ def create_app(state: ScriptState) -> Starlette:
         if request.method == "DELETE":
             state.clear_requests()
             return Response(status_code=204)
+        if request.query_params.get("kind") == "rerank":
+            return JSONResponse(list(state.rerank_requests))
         return JSONResponse(list(state.requests))
 
     async def put_scenario(request: Request) -> Response:
@@ -309,6 +367,9 @@ def create_app(state: ScriptState) -> Starlette:
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/embeddings", embeddings, methods=["POST"]),
+            Route("/rerank", rerank, methods=["POST"]),
+            Route("/v1/rerank", rerank, methods=["POST"]),
+            Route("/v2/rerank", rerank, methods=["POST"]),
             Route("/health", health, methods=["GET"]),
             Route("/_scripted/requests", requests_log, methods=["GET", "DELETE"]),
             Route("/_scripted/scenario", put_scenario, methods=["PUT"]),

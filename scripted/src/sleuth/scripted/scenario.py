@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -182,6 +183,32 @@ class EmbeddingScript(_Data):
     vectors: dict[str, list[float]] = Field(default_factory=dict)
 
 
+class RerankScript(_Data):
+    """Answers of the rerank routes (``/rerank``, ``/v1/rerank``, ``/v2/rerank``).
+
+    A document's score is the first ``scores`` entry whose key is a substring of it; otherwise
+    the share of the query's words (lower-cased, 3 letters or more) that appear in it. No model
+    runs: this tests the protocol and the tool's handling, not ranking quality.
+    """
+
+    scores: dict[str, float] = Field(default_factory=dict)
+    delay_ms: float = Field(default=0.0, ge=0, description="Wait before answering.")
+    status: int = Field(default=200, ge=200, le=599, description=">= 400 scripts a failure.")
+    malformed: bool = Field(
+        default=False, description="Answer a body that names a document index out of range."
+    )
+
+    def score(self, query: str, document: str) -> float:
+        for key, value in self.scores.items():
+            if key in document:
+                return value
+        words = {w for w in re.findall(r"\w+", query.lower()) if len(w) >= 3}
+        if not words:
+            return 0.0
+        text = document.lower()
+        return round(sum(1 for w in words if w in text) / len(words), 4)
+
+
 class Scenario(_Data):
     """A script for the scripted model server (see the module docstring)."""
 
@@ -194,6 +221,7 @@ class Scenario(_Data):
     )
     latency: LatencyProfile = Field(default_factory=LatencyProfile)
     embeddings: EmbeddingScript = Field(default_factory=EmbeddingScript)
+    rerank: RerankScript = Field(default_factory=RerankScript)
 
 
 def estimate_tokens(text: str) -> int:

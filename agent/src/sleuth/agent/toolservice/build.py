@@ -36,7 +36,9 @@ def load_spec(path: Path, tool_type: str | None = None) -> ToolBindingSpec:
     elif len(docs) == 1:
         raw = docs[0]
     else:
-        raise ServiceConfigError(f"{path}: expected one ToolBinding spec, found {len(docs)} documents")
+        raise ServiceConfigError(
+            f"{path}: expected one ToolBinding spec, found {len(docs)} documents"
+        )
     try:
         return ToolBindingSpec.model_validate(raw)
     except ValueError as err:

@@ -11,7 +11,7 @@ says that the passages are in retrieval order.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from qdrant_client import AsyncQdrantClient
@@ -48,7 +48,7 @@ class VectorToolConfig:
     top_k: int = 5
     name: str = VECTOR_SEARCH.name
     description: str | None = None
-    retrieval: RetrievalSettings = RetrievalSettings()
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
 
 
 def _check_filters(raw: object) -> dict[str, Any] | None:
@@ -179,7 +179,5 @@ def _output(found: Retrieval) -> ToolOutput:
         )
     content: dict[str, Any] = {"note": DATA_NOTE, "results": results}
     if found.rerank_error is not None:
-        content["reranker"] = (
-            f"unavailable ({found.rerank_error}); passages are in retrieval order"
-        )
+        content["reranker"] = f"unavailable ({found.rerank_error}); passages are in retrieval order"
     return ToolOutput(content=content, citations=tuple(citations))

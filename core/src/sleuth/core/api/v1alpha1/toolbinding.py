@@ -141,9 +141,7 @@ class ChunkingSpec(SpecModel):
     as not ready (re-ingest it with `sleuth ingest --binding`).
     """
 
-    size: int = Field(
-        default=800, ge=100, le=8000, description="Largest passage, in characters."
-    )
+    size: int = Field(default=800, ge=100, le=8000, description="Largest passage, in characters.")
     overlap: int = Field(
         default=150,
         ge=0,
@@ -486,8 +484,8 @@ class ToolBindingStatus(SpecModel):
 __all__ = [
     "EMBEDDED_QDRANT_MOUNT",
     "TYPE_FIELDS",
-    "EmbeddedQdrantSpec",
     "ChunkingSpec",
+    "EmbeddedQdrantSpec",
     "EmbeddingSpec",
     "HybridSpec",
     "RerankerSpec",
