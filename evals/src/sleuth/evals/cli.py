@@ -1,4 +1,5 @@
-"""``sleuth eval tsa|ragas|build-golden|report``: runs, reports, and a CI gate in the exit code.
+"""``sleuth eval tsa|ragas|retrieval|compare|synth-corpus|build-golden|report``: runs, reports,
+and a CI gate in the exit code.
 
 Exit codes: 0 every threshold met; 1 a threshold missed or more failed rows than allowed;
 2 invalid input (dataset, split guard, manifest, arguments). An unreachable endpoint makes every
@@ -117,7 +118,10 @@ def _status_options(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: Any) -> None:
-    ev = subparsers.add_parser("eval", help="evaluations: tsa, ragas, build-golden, report")
+    ev = subparsers.add_parser(
+        "eval",
+        help="evaluations: tsa, ragas, retrieval, compare, synth-corpus, build-golden, report",
+    )
     sub = ev.add_subparsers(dest="eval_command", metavar="EVAL", required=True)
 
     tsa = sub.add_parser("tsa", help="tool selection accuracy against a model or traces")
@@ -201,6 +205,10 @@ def register(subparsers: Any) -> None:
     from sleuth.evals.golden.commands import register as register_golden
 
     register_golden(sub, guarded)
+
+    from sleuth.evals.retrieval.commands import register as register_retrieval
+
+    register_retrieval(sub, guarded)
 
     rp = sub.add_parser("report", help="HTML / Prometheus from result JSON files")
     rp.add_argument("results", type=Path, nargs="+")

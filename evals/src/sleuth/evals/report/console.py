@@ -26,7 +26,20 @@ def print_summary(doc: Mapping[str, Any]) -> None:
     if len(doc["failures"]) > 20:
         print(f"  ... {len(doc['failures']) - 20} more failures in the JSON result")
     if doc.get("skipped"):
-        print(f"  skipped: {len(doc['skipped'])} (adversarial rows answered without retrieval)")
+        why = (
+            "cases with nothing relevant to retrieve"
+            if doc["kind"] == "retrieval"
+            else "adversarial rows answered without retrieval"
+        )
+        print(f"  skipped: {len(doc['skipped'])} ({why})")
+    if doc["kind"] == "retrieval":
+        lat = doc["latency"]
+        if lat["calls"]:
+            print(
+                f"  latency per call: p50 {lat['p50_seconds'] * 1000:.1f} ms, "
+                f"p99 {lat['p99_seconds'] * 1000:.1f} ms over {lat['calls']} calls "
+                f"(K={doc['config']['k']})"
+            )
     usage = doc.get("usage") or {}
     print(f"  tokens: {usage.get('total_tokens', 0)}")
     print(

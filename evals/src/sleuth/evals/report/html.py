@@ -22,6 +22,10 @@ def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
+def _ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1000:.1f}"
+
+
 def bars_svg(items: Sequence[tuple[str, float | None, float | None, bool | None]]) -> str:
     """Horizontal bars 0..1 with a threshold tick; red when the threshold is missed."""
     label_w = 250
@@ -130,7 +134,11 @@ def _section(doc: Mapping[str, Any]) -> str:
         if gate["passed"]
         else "<p class=bad>Gate FAILED: " + "; ".join(escape(r) for r in gate["reasons"]) + "</p>"
     )
-    items = [(name, m["value"], m["threshold"], m["passed"]) for name, m in doc["metrics"].items()]
+    items = [
+        (name, m["value"], m["threshold"], m["passed"])
+        for name, m in doc["metrics"].items()
+        if name != "latency_seconds"  # seconds, not a 0..1 score: in the table below
+    ]
     out = [
         f"<h2>{escape(title)}</h2>",
         f"<p>created {escape(doc['created'])}</p>",
@@ -145,11 +153,33 @@ def _section(doc: Mapping[str, Any]) -> str:
             ],
         ),
     ]
-    if doc["kind"] == "ragas":
+    if doc["kind"] == "retrieval":
+        lat = doc.get("latency") or {}
+        out.append(
+            "<h3>Latency per call</h3>"
+            + _table(
+                ["calls", "p50 (ms)", "p99 (ms)", "K"],
+                [
+                    (
+                        lat.get("calls", 0),
+                        _ms(lat.get("p50_seconds")),
+                        _ms(lat.get("p99_seconds")),
+                        (doc.get("config") or {}).get("k", ""),
+                    )
+                ],
+            )
+        )
+    if doc["kind"] in ("ragas", "retrieval"):
         for stratum, values in sorted(doc.get("per_stratum", {}).items()):
             out.append(f"<h3>Stratum: {escape(stratum)}</h3>")
             out.append(
-                bars_svg([(n, v, doc["metrics"][n]["threshold"], None) for n, v in values.items()])
+                bars_svg(
+                    [
+                        (n, v, doc["metrics"][n]["threshold"], None)
+                        for n, v in values.items()
+                        if n != "latency_seconds"
+                    ]
+                )
             )
         if doc.get("skipped"):
             out.append(f"<h3>Skipped ({len(doc['skipped'])})</h3>")
@@ -202,4 +232,80 @@ def render(docs: Sequence[Mapping[str, Any]], title: str = "sleuth evaluation re
         f"<!doctype html><html><head><meta charset=utf-8><title>{escape(title)}</title>"
         f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>\n{body}\n"
         "</body></html>\n"
+    )
+
+
+def comparison_svg(entries: Sequence[Mapping[str, Any]]) -> str:
+    """B − A per metric: a dot at the mean difference and a bar over its confidence interval,
+    around a zero line; green when the interval excludes 0 in the better direction, red in the
+    worse one, grey when it includes 0. Each metric on its own scale (its largest |bound|)."""
+    label_w, half, row = 250, 180, 26
+    h = row * len(entries) + 24
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + 2 * half + 150}" '
+        f'height="{h}" role="img">'
+    ]
+    zero = label_w + half
+    parts.append(f'<line x1="{zero}" x2="{zero}" y1="2" y2="{h - 4}" stroke="#999"/>')
+    for i, e in enumerate(entries):
+        y = 8 + i * row
+        parts.append(
+            f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end" '
+            f'font-size="12">{escape(e["metric"])}</text>'
+        )
+        if e["difference"] is None:
+            continue
+        lo, hi, d = e["low"], e["high"], e["difference"]
+        span = max(abs(lo), abs(hi), abs(d)) or 1.0
+        x = [zero + v / span * (half - 10) for v in (lo, d, hi)]
+        better = (d < 0) if e.get("lower_is_better") else (d > 0)
+        color = "#9aa0a6" if lo <= 0 <= hi else ("#2e7d32" if better else "#c62828")
+        parts.append(
+            f'<line x1="{x[0]:.1f}" x2="{x[2]:.1f}" y1="{y + 9}" y2="{y + 9}" '
+            f'stroke="{color}" stroke-width="4"/>'
+        )
+        parts.append(f'<circle cx="{x[1]:.1f}" cy="{y + 9}" r="5" fill="{color}"/>')
+        parts.append(
+            f'<text x="{label_w + 2 * half + 6}" y="{y + 13}" font-size="12">'
+            f"{d:+.3f} (p {e['p_value']:.4f})</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_comparison(doc: Mapping[str, Any], title: str = "sleuth A/B comparison") -> str:
+    """The comparison document as one self-contained page."""
+    rows = [
+        (
+            e["metric"],
+            e["n"],
+            _fmt(e["mean_a"]),
+            _fmt(e["mean_b"]),
+            "n/a" if e["difference"] is None else f"{e['difference']:+.4f}",
+            "n/a" if e["low"] is None else f"[{e['low']:+.4f}, {e['high']:+.4f}]",
+            "n/a" if e["p_value"] is None else f"{e['p_value']:.4f}",
+        )
+        for e in doc["metrics"]
+    ]
+    warnings = "".join(f"<p class=bad>{escape(w)}</p>" for w in doc["warnings"])
+    method = _table(list(doc["method"]), [list(doc["method"].values())])
+    body = (
+        f"<h2>{escape(doc['of'])}: dataset {escape(str(doc['dataset']))}, split "
+        f"{escape(str(doc['split']))}</h2>{warnings}"
+        + comparison_svg(doc["metrics"])
+        + _table(["metric", "pairs", "A", "B", "B − A", "interval", "p"], rows)
+        + "<h3>Method</h3>"
+        + method
+        + "<h3>Configurations</h3>"
+        + _table(
+            ["run", "created", "config"],
+            [
+                ("A", doc["a"]["created"], doc["a"]["config"]),
+                ("B", doc["b"]["created"], doc["b"]["config"]),
+            ],
+        )
+    )
+    return (
+        f"<!doctype html><html><head><meta charset=utf-8><title>{escape(title)}</title>"
+        f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>\n{body}\n</body></html>\n"
     )

@@ -11,7 +11,14 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest, push_to_gateway
 
-from sleuth.core.names import AGENT_LABEL, RAG_GAUGES, TSA_GAUGE
+from sleuth.core.names import (
+    AGENT_LABEL,
+    QUANTILE_LABEL,
+    RAG_GAUGES,
+    RETRIEVAL_GAUGES,
+    RETRIEVAL_LATENCY_SECONDS,
+    TSA_GAUGE,
+)
 
 LABELS = (AGENT_LABEL, "dataset", "split")
 
@@ -42,6 +49,26 @@ def build_registry(docs: Iterable[Mapping[str, Any]]) -> CollectorRegistry:
             )
             for value_name, entry in d["metrics"].items():
                 failed.labels(**base, metric=value_name).set(entry["failed_rows"])
+        elif d["kind"] == "retrieval":
+            for value_name, (metric, help_text) in RETRIEVAL_GAUGES.items():
+                entry = d["metrics"].get(value_name)
+                if entry is not None and entry["value"] is not None:
+                    gauge(metric, help_text).labels(**base).set(entry["value"])
+            latency = d.get("latency") or {}
+            seconds = gauge(
+                RETRIEVAL_LATENCY_SECONDS,
+                "Latency of one retrieval call in the last run, by quantile.",
+                (QUANTILE_LABEL,),
+            )
+            for quantile, key in (("0.5", "p50_seconds"), ("0.99", "p99_seconds")):
+                if latency.get(key) is not None:
+                    seconds.labels(**base, quantile=quantile).set(latency[key])
+            failed = gauge(
+                "sleuth_eval_failed_rows",
+                "Rows a metric could not score in the last run (never averaged).",
+                ("metric",),
+            )
+            failed.labels(**base, metric="retrieval").set(len(d["failures"]))
         else:
             entry = d["metrics"]["tool_selection_accuracy"]
             if entry["value"] is not None:

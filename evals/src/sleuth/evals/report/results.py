@@ -1,7 +1,8 @@
 """The machine-readable result of a run, its thresholds and the CI gate.
 
-One JSON document per run (``kind`` ``tsa`` or ``ragas``); the Prometheus exposition and the HTML
-report are rendered from it, so every number in them can be traced to this file.
+One JSON document per run (``kind`` ``tsa``, ``ragas`` or ``retrieval``); the Prometheus
+exposition and the HTML report are rendered from it, so every number in them can be traced to
+this file.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from typing import Any
 
 from sleuth.core.errors import DatasetError
 from sleuth.evals.rag.runner import RagRun
+from sleuth.evals.retrieval.runner import RetrievalRun
 from sleuth.evals.tsa.runner import TsaRun
 from sleuth.evals.tsa.scoring import summarise
 from sleuth.scoring.metrics import LOWER_IS_BETTER
 
 SCHEMA_VERSION = 1
+RESULT_KINDS = frozenset({"tsa", "ragas", "retrieval"})
 
 DEFAULT_THRESHOLDS: dict[str, float] = {
     # the seed article's operational thresholds
@@ -30,6 +33,9 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "context_precision_simple": 0.60,
     "context_recall": 0.70,
     "noise_sensitivity": 0.15,  # lower is better: a maximum
+    # the same levels for the judge-free forms (sleuth eval retrieval)
+    "context_precision_id": 0.60,
+    "context_recall_id": 0.70,
     "tool_selection_accuracy": 0.85,
 }
 
@@ -208,6 +214,49 @@ def ragas_document(
     }
 
 
+def retrieval_document(
+    run: RetrievalRun, labels: RunLabels, thresholds: Mapping[str, float], max_failures: int = 0
+) -> dict[str, Any]:
+    """A ``retrieval`` run: the judge-free metrics per row, their means, latency percentiles."""
+    from sleuth.evals.retrieval.metrics import LATENCY, QUALITY_METRICS, percentile
+
+    names = (
+        [*QUALITY_METRICS, LATENCY]
+        if any(LATENCY in r["scores"] for r in run.rows)
+        else [*QUALITY_METRICS]
+    )
+    failed = len({f.row_id for f in run.failures})
+    metrics: dict[str, dict[str, Any]] = {}
+    per_stratum: dict[str, dict[str, float | None]] = {}
+    strata = sorted({r["stratum"] for r in run.rows})
+    for name in names:
+        vals = [r["scores"][name] for r in run.rows if name in r["scores"]]
+        metrics[name] = _metric_entry(name, _mean(vals), len(vals), failed, thresholds)
+        for st in strata:
+            sv = [r["scores"][name] for r in run.rows if r["stratum"] == st and name in r["scores"]]
+            per_stratum.setdefault(st, {})[name] = _mean(sv)
+    if LATENCY in metrics:
+        metrics[LATENCY]["direction"] = "max"
+    latencies = [r["scores"][LATENCY] for r in run.rows if LATENCY in r["scores"]]
+    return {
+        **_head("retrieval", labels),
+        "metrics": metrics,
+        "per_stratum": per_stratum,
+        "latency": {
+            "calls": len(latencies),
+            "p50_seconds": percentile(latencies, 50),
+            "p99_seconds": percentile(latencies, 99),
+        },
+        "gate": _gate(metrics, failed, max_failures),
+        "failures": [f.to_json() for f in run.failures],
+        "skipped": [f.to_json() for f in run.skipped],
+        "rows": run.rows,
+        "usage": {"total_tokens": 0},
+        "config": {**run.config, "k": run.k},
+        "duration_s": round(run.duration_s, 3),
+    }
+
+
 def _clean(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
@@ -230,9 +279,9 @@ def read_document(path: Path | str) -> dict[str, Any]:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise DatasetError(f"not a readable result document: {exc}", path=str(p)) from None
-    if not isinstance(doc, dict) or doc.get("kind") not in {"tsa", "ragas"}:
+    if not isinstance(doc, dict) or doc.get("kind") not in RESULT_KINDS:
         raise DatasetError(
-            "not a sleuth eval result (field 'kind' must be tsa or ragas)",
+            "not a sleuth eval result (field 'kind' must be tsa, ragas or retrieval)",
             path=str(p),
             field="kind",
         )

@@ -1,0 +1,1 @@
+"""Retrieval measured without a judge: metrics by id, the runner, A/B comparison."""

@@ -1,0 +1,1 @@
+"""A generated contracts corpus with a golden set known by construction."""
