@@ -127,3 +127,53 @@ async def test_router_composes_the_seed_answer_from_observations() -> None:
         "(appears in Provider C contract) [c#1]"
     ) in answer
     assert answer.index("clause 8.3") < answer.index("clause 7.1")
+
+
+def _chunk(doc: str, provider: str, clause: str) -> dict[str, Any]:
+    return {
+        "id": f"{doc}#1",
+        "document_id": doc,
+        "title": f"{provider} framework supply agreement 2025",
+        "text": clause,
+    }
+
+
+LATE = "Clause 8.3 — Late-delivery penalty. 2% per month of delay on the invoiced amount."
+RETRIEVED = {
+    "results": [
+        _chunk("b", "Provider B", LATE),
+        _chunk("a", "Provider A", LATE),
+        _chunk("e", "Provider E", "Clause 11.1 — Confidentiality. Five years after the end."),
+        _chunk("d", "Provider D", "Clause 9.2 — Limitation of liability. Twelve months of fees."),
+    ]
+}
+
+
+async def _answer(question: str, results: dict[str, Any]) -> str:
+    model = RouterModel()
+    tools = _tools("vector_search")
+    messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
+    turn = await model.complete(messages, tools)
+    assert turn.tool_calls[0].name == "vector_search"
+    messages.append(turn.assistant_message())
+    messages.append(
+        {"role": "tool", "tool_call_id": turn.tool_calls[0].id, "content": json.dumps(results)}
+    )
+    return (await model.complete(messages, tools)).content or ""
+
+
+async def test_a_question_about_one_clause_of_one_provider_cites_only_that() -> None:
+    answer = await _answer(
+        "What late-delivery penalty applies in the contract with Provider B?", RETRIEVED
+    )
+    assert "clause 8.3 — Late-delivery penalty" in answer
+    assert "(appears in Provider B framework supply agreement 2025) [b#1]" in answer
+    for other in ("11.1", "9.2", "[a#1]", "Provider A", "[e#1]", "[d#1]"):
+        assert other not in answer
+
+
+async def test_a_clause_question_without_a_provider_cites_every_contract_having_it() -> None:
+    answer = await _answer("Which contracts have a late-delivery penalty clause?", RETRIEVED)
+    assert "[b#1][a#1]" in answer
+    assert "11.1" not in answer
+    assert "9.2" not in answer

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
+from sleuth.agent.tools.vector.sparse import terms
 from sleuth.core.llm import ModelTurn, ToolCallRequest
 
 ROUTER_NAME: Final = "router (deterministic planner, no LLM)"
@@ -237,6 +238,66 @@ def _short(sentence: str, limit: int = 160) -> str:
     return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
 
 
+# Words that say "a document or clause" without saying which one.
+_GENERIC = frozenset(
+    [
+        "clause",
+        "contract",
+        "agreement",
+        "provider",
+        "supplier",
+        "apply",
+        "applies",
+        "applied",
+        "condition",
+        "special",
+        "term",
+        "say",
+        "document",
+        "recur",
+        "recurring",
+        "framework",
+        "supply",
+        "policy",
+        "procedure",
+        "which",
+        "what",
+    ]
+)
+
+
+def _topic_terms(text: str) -> set[str]:
+    return set(terms(text)) - _GENERIC
+
+
+def _named_entities(question: str) -> set[str]:
+    """Capitalised words and numbers after the first word (Provider B → b, 2025 → 2025)."""
+    words = re.findall(r"\b[\w-]+\b", question)[1:]
+    found = {w.lower() for w in words if w[:1].isupper() or w.isdigit()}
+    return found - _GENERIC - {"eu"}
+
+
+def _relevant(
+    clauses: dict[str, dict[str, Any]], titles: dict[str, str], question: str
+) -> dict[str, dict[str, Any]]:
+    """The clauses from the documents the question names: capitalised words of the question
+    found in some retrieved titles but not all ("Provider B"); all of them when it names none."""
+    chosen = clauses
+    names = _named_entities(question)
+    words = {doc: set(_WORD.findall(title.lower())) for doc, title in titles.items()}
+    distinctive = {w for w in names if 0 < sum(w in t for t in words.values()) < len(words)}
+    if not distinctive:
+        return chosen
+    docs = {doc for doc, t in words.items() if t & distinctive}
+    narrowed: dict[str, dict[str, Any]] = {}
+    for number, c in chosen.items():
+        kept = {d: t for d, t in c["docs"].items() if d in docs}
+        if kept:
+            ids = [i for d, i in c["cites"] if d in docs]
+            narrowed[number] = {**c, "docs": kept, "ids": ids}
+    return narrowed or chosen
+
+
 def _doc_sentence(content: dict[str, Any], question: str) -> str:
     results = content.get("results") or []
     if not results:
@@ -247,24 +308,46 @@ def _doc_sentence(content: dict[str, Any], question: str) -> str:
         for r in results
         if _CLAUSE.search(r.get("text", ""))
     }
+    titles: dict[str, str] = {}
     for r in results:
+        doc = r.get("document_id") or r.get("source")
+        titles[doc] = r.get("title") or ""
         for number, title, sentence in _CLAUSE.findall(r.get("text", "")):
             entry = clauses.setdefault(
-                number, {"title": title.strip(), "text": _short(sentence), "docs": {}, "ids": []}
+                number,
+                {
+                    "title": title.strip(),
+                    "text": _short(sentence),
+                    "docs": {},
+                    "ids": [],
+                    "cites": [],
+                },
             )
-            entry["docs"][r.get("document_id") or r.get("source")] = r.get("title") or ""
+            entry["docs"][doc] = r.get("title") or ""
             if r.get("id") not in entry["ids"]:
                 entry["ids"].append(r.get("id"))
-    # A clause present in every retrieved contract is boilerplate, not a special condition.
-    special = {
-        n: c for n, c in clauses.items() if len(sources) <= 2 or len(c["docs"]) < len(sources)
-    }
-    if not special:
-        cited = "; ".join(f"{r.get('title') or r.get('source')} [{r.get('id')}]" for r in results)
-        return f"Relevant documents: {cited}."
+                entry["cites"].append((doc, r.get("id")))
+    asked = {n: c for n, c in clauses.items() if _topic_terms(c["title"]) & _topic_terms(question)}
+    if asked:
+        # The question names a clause: cite that clause (even where every contract has it) from
+        # the documents the question names, and nothing else.
+        chosen = _relevant(asked, titles, question)
+        header = "From the retrieved contracts"
+    else:
+        # A clause present in every retrieved contract is boilerplate, not a special condition.
+        special = {
+            n: c for n, c in clauses.items() if len(sources) <= 2 or len(c["docs"]) < len(sources)
+        }
+        if not special:
+            cited = "; ".join(
+                f"{r.get('title') or r.get('source')} [{r.get('id')}]" for r in results
+            )
+            return f"Relevant documents: {cited}."
+        chosen = _relevant(special, titles, question)
+        header = "Special conditions in the retrieved contracts"
     # Clauses the question names come first, then the ones that recur most.
     ranked = sorted(
-        special.items(),
+        chosen.items(),
         key=lambda kv: (-_overlap(kv[1]["title"], question), -len(kv[1]["docs"]), kv[0]),
     )
     lines = []
@@ -274,7 +357,7 @@ def _doc_sentence(content: dict[str, Any], question: str) -> str:
         times = "recurs in" if len(c["docs"]) > 1 else "appears in"
         what = f"{c['title']}: {c['text']}" if c["text"] else c["title"]
         lines.append(f"clause {number} — {what} ({times} {where}) {cites}")
-    return "Special conditions in the retrieved contracts: " + "; ".join(lines) + "."
+    return f"{header}: " + "; ".join(lines) + "."
 
 
 def _web_sentence(content: dict[str, Any]) -> str:
