@@ -14,7 +14,11 @@ Planning follows the seed article's rules of thumb:
 
 SQL runs first, because its answer can sharpen the rest (as in the article's trace); the other
 tools then run together in one parallel round. The answer is extractive: figures from the SQL rows,
-recurring clauses from the retrieved chunks, snippets from the web, each with its citation id.
+clauses from the retrieved chunks, snippets from the web, each with its citation id. A question
+about a clause ("What late-delivery penalty applies …") cites that clause only, from the
+documents the question names ("… with Provider B"); otherwise the clauses that recur (not in
+every contract: that is boilerplate). The tool's relevance cut-off (``scoreThreshold``) applies
+to the router's calls as to a model's.
 """
 
 from __future__ import annotations
