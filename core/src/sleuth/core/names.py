@@ -71,27 +71,6 @@ RAG_GAUGES: dict[str, tuple[str, str, dict[str, str]]] = {
 }
 
 
-# Retrieval measured without a judge (``sleuth eval retrieval``): relevance by id or evidence.
-RETRIEVAL_PRECISION_SCORE = "rag_retrieval_context_precision_score"
-RETRIEVAL_RECALL_SCORE = "rag_retrieval_context_recall_score"
-RETRIEVAL_MRR = "rag_retrieval_mrr"
-RETRIEVAL_NDCG = "rag_retrieval_ndcg"
-RETRIEVAL_LATENCY_SECONDS = "rag_retrieval_latency_seconds"
-QUANTILE_LABEL = "quantile"
-RETRIEVAL_GAUGES: dict[str, tuple[str, str]] = {
-    # value name -> (metric name, help)
-    "context_precision_id": (
-        RETRIEVAL_PRECISION_SCORE,
-        "Share of retrieved passages that are relevant, by id or evidence (no judge).",
-    ),
-    "context_recall_id": (
-        RETRIEVAL_RECALL_SCORE,
-        "Share of the relevant items that were retrieved, by id or evidence (no judge).",
-    ),
-    "mrr": (RETRIEVAL_MRR, "Mean reciprocal rank of the first relevant passage."),
-    "ndcg": (RETRIEVAL_NDCG, "Normalised discounted cumulative gain at K."),
-}
-
 TSA_GAUGE: tuple[str, str] = (
     TOOL_SELECTION_ACCURACY,
     "Share of cases whose first decision chose the expected tools (or none).",
@@ -129,11 +108,6 @@ SERIES: frozenset[str] = frozenset(
         CONTEXT_RECALL_SCORE,
         NOISE_SENSITIVITY_SCORE,
         TOOL_SELECTION_ACCURACY,
-        RETRIEVAL_PRECISION_SCORE,
-        RETRIEVAL_RECALL_SCORE,
-        RETRIEVAL_MRR,
-        RETRIEVAL_NDCG,
-        RETRIEVAL_LATENCY_SECONDS,
         LAST_RUN_TIMESTAMP,
         LAST_SUCCESS_TIMESTAMP,
         LAST_RUN_FAILED,

@@ -11,16 +11,31 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest, push_to_gateway
 
-from sleuth.core.names import (
-    AGENT_LABEL,
-    QUANTILE_LABEL,
-    RAG_GAUGES,
-    RETRIEVAL_GAUGES,
-    RETRIEVAL_LATENCY_SECONDS,
-    TSA_GAUGE,
-)
+from sleuth.core.names import AGENT_LABEL, RAG_GAUGES, TSA_GAUGE
 
 LABELS = (AGENT_LABEL, "dataset", "split")
+
+# Retrieval measured without a judge (``sleuth eval retrieval``): relevance by id or evidence.
+# Only this module exports them and nothing in the chart queries them, so they live here.
+RETRIEVAL_PRECISION_SCORE = "rag_retrieval_context_precision_score"
+RETRIEVAL_RECALL_SCORE = "rag_retrieval_context_recall_score"
+RETRIEVAL_MRR = "rag_retrieval_mrr"
+RETRIEVAL_NDCG = "rag_retrieval_ndcg"
+RETRIEVAL_LATENCY_SECONDS = "rag_retrieval_latency_seconds"
+QUANTILE_LABEL = "quantile"
+RETRIEVAL_GAUGES: dict[str, tuple[str, str]] = {
+    # value name -> (metric name, help)
+    "context_precision_id": (
+        RETRIEVAL_PRECISION_SCORE,
+        "Share of retrieved passages that are relevant, by id or evidence (no judge).",
+    ),
+    "context_recall_id": (
+        RETRIEVAL_RECALL_SCORE,
+        "Share of the relevant items that were retrieved, by id or evidence (no judge).",
+    ),
+    "mrr": (RETRIEVAL_MRR, "Mean reciprocal rank of the first relevant passage."),
+    "ndcg": (RETRIEVAL_NDCG, "Normalised discounted cumulative gain at K."),
+}
 
 
 def build_registry(docs: Iterable[Mapping[str, Any]]) -> CollectorRegistry:
