@@ -125,3 +125,26 @@ def test_generated_corpus_is_deterministic_and_known_by_construction() -> None:
             {e.document_id for e in case.reference_evidence}
         )
     assert any(not c.reference_evidence for c in cases if c.stratum == "adversarial")
+
+
+def test_recorded_rows_are_scored_by_their_ids() -> None:
+    from sleuth.evals.retrieval.runner import score_rows
+    from sleuth.scoring.samples import RagSample
+
+    rows = [
+        RagSample(
+            id="r1",
+            question="q",
+            answer="a",
+            contexts=["x", "y"],
+            context_ids=["other#0", "contract-a#2"],
+            reference_context_ids=["contract-a"],
+        ),
+        RagSample(id="r2", question="q", answer="I do not know", stratum="adversarial"),
+    ]
+    run = score_rows(rows)
+    [row] = run.rows
+    assert row["scores"]["context_precision_id"] == 0.5
+    assert row["scores"]["mrr"] == 0.5
+    assert row["retrieved"] == ["other#0", "contract-a#2"]
+    assert [f.row_id for f in run.skipped] == ["r2"]
