@@ -415,3 +415,54 @@ def test_rerank_answers_that_are_not_the_protocol_fail(api: str, body: Any, reas
 
     with pytest.raises(RerankFailed, match=reason):
         _parse(api, body, 2)
+
+
+@pytest.mark.integration
+def test_tool_service_process_serves_the_knobs_and_reports_a_chunking_drift(
+    knobs_qdrant: Path, tmp_path: Path, rerank_server: ScriptedServer
+) -> None:
+    """`sleuth tool-service` as a process: hybrid + cut-off + reranker over real HTTP, and a
+    binding whose chunking differs from the collection's is not ready."""
+    import shutil
+
+    from tests.agent.tools.service_process import ServiceProcess
+
+    rerank_server.set_scenario(
+        Scenario(rerank=RerankScript(scores={"PO-51007": 0.95, "Purchase order": 0.1}))
+    )
+    vector: dict[str, Any] = {
+        "url": "http://qdrant.invalid:6333",
+        "collection": COLLECTION,
+        "topK": 2,
+        "scoreThreshold": 0.05,
+        "hybrid": {"fusion": "rrf"},
+        "reranker": {"endpoint": rerank_server.base_url},
+    }
+    for name, chunking, ready in (("ok", (800, 150), True), ("drift", (400, 50), False)):
+        copy = tmp_path / name
+        shutil.copytree(knobs_qdrant, copy)
+        binding = {
+            "agentRef": {"name": "a"},
+            "type": "vector_search",
+            "vectorSearch": {**vector, "chunking": {"size": chunking[0], "overlap": chunking[1]}},
+        }
+        service = ServiceProcess(binding, tmp_path, {"SLEUTH_QDRANT_PATH": str(copy)})
+        try:
+            service.wait_healthy()
+            status = httpx.get(f"{service.url}/readyz", timeout=10).status_code
+            assert status == (200 if ready else 503)
+            call = httpx.post(
+                f"{service.url}/v1/tools/vector_search/call",
+                json={"arguments": {"query": "paper orders"}},
+                timeout=30,
+            )
+            if ready:
+                results = call.json()["content"]["results"]
+                assert len(results) == 2
+                assert results[0]["document_id"] == "po-51007"
+                assert results[0]["rerank_score"] == 0.95
+            else:
+                assert call.status_code == 503
+                assert "spec.vectorSearch.chunking says size 400" in call.text
+        finally:
+            service.stop()
