@@ -16,6 +16,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from sleuth.core.api.agent_config import (
     AgentConfig,
+    AgentLimitsConfig,
     ModelEndpointConfig,
     OnlineEvalConfig,
     OnlineEvalEmbeddingsConfig,
@@ -25,6 +26,7 @@ from sleuth.core.api.agent_config import (
 )
 from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentSpec, AgentSpec, ModelSpec
 from sleuth.core.api.v1alpha1.evalschedule import JudgeSpec
+from sleuth.core.api.v1alpha1.limits import AgentLimitsSpec
 from sleuth.core.api.v1alpha1.onlineeval import OnlineEvalEmbeddings, OnlineEvalSpec
 from sleuth.core.api.v1alpha1.toolbinding import EmbeddingSpec, ToolBindingSpec
 
@@ -36,6 +38,7 @@ PAIRS: list[tuple[type[BaseModel], type[BaseModel]]] = [
     (ModelSpec, ModelEndpointConfig),
     (ToolBindingSpec, ToolConfig),
     (OnlineEvalSpec, OnlineEvalConfig),
+    (AgentLimitsSpec, AgentLimitsConfig),
     (JudgeSpec, OnlineEvalJudgeConfig),
     (OnlineEvalEmbeddings, OnlineEvalEmbeddingsConfig),
     (EmbeddingSpec, OnlineEvalEmbeddingsConfig),  # the retrieval's embeddings, by default

@@ -55,10 +55,18 @@ from sleuth.core.api.fields import (
     BoundToolType,
     CacheTtlSeconds,
     EmbeddingsSource,
+    KeepAliveTimeoutSeconds,
+    MaxBodyBytes,
     MaxConcurrentRequests,
+    MaxHeaderBytes,
+    MaxHistoryChars,
+    MaxHistoryMessages,
     MaxIterations,
+    MaxModelLen,
+    MaxQuestionChars,
     ModelCallTimeoutSeconds,
     ModelName,
+    ReadTimeoutSeconds,
     RequestTimeoutSeconds,
     SampleRate,
     ScoreWindow,
@@ -112,6 +120,12 @@ class ModelEndpointConfig(_Model):
         default=None,
         description="Name of an environment variable holding the API key, if the server needs "
         "one (the key itself never appears in this file).",
+    )
+    max_model_len: MaxModelLen | None = Field(
+        default=None,
+        description="The server's context length in tokens. When set, a request whose prompt is "
+        "estimated (UTF-8 bytes / 4) above maxModelLen - maxTokens is refused with 413 before "
+        "the model is called.",
     )
 
 
@@ -247,6 +261,39 @@ class OnlineEvalConfig(_Model):
     )
 
 
+class AgentLimitsConfig(_Model):
+    """What one request may carry, and how long a client may take to send it.
+
+    One policy for ``/v1/query`` and ``/v1/chat/completions`` (see docs/agent.md, "Limits and
+    failure modes").
+    """
+
+    max_body_bytes: MaxBodyBytes = Field(
+        default=1048576, description="Bytes of one request body; larger: 413, never read."
+    )
+    max_header_bytes: MaxHeaderBytes = Field(
+        default=16384, description="Bytes of the request line and headers; larger: 431."
+    )
+    header_read_timeout_seconds: ReadTimeoutSeconds = Field(
+        default=10, description="Time to send the headers; then the connection is closed."
+    )
+    body_read_timeout_seconds: ReadTimeoutSeconds = Field(
+        default=30, description="Time to send the body; then 408."
+    )
+    keep_alive_timeout_seconds: KeepAliveTimeoutSeconds = Field(
+        default=5, description="Time an idle keep-alive connection stays open."
+    )
+    max_question_chars: MaxQuestionChars = Field(
+        default=20000, description="Characters of the question (the last user message)."
+    )
+    max_history_messages: MaxHistoryMessages = Field(
+        default=50, description="Earlier messages a request may carry."
+    )
+    max_history_chars: MaxHistoryChars = Field(
+        default=100000, description="Characters of all history messages together."
+    )
+
+
 class AgentConfig(_Model):
     """The whole configuration file of one agent service."""
 
@@ -292,6 +339,10 @@ class AgentConfig(_Model):
         default_factory=OnlineEvalConfig,
         description="Online evaluation of a sampled share of answered requests.",
     )
+    limits: AgentLimitsConfig = Field(
+        default_factory=AgentLimitsConfig,
+        description="Request size and client timing limits of the HTTP API.",
+    )
 
     @model_validator(mode="after")
     def _unique_tool_names(self) -> AgentConfig:
@@ -323,6 +374,7 @@ def load_agent_config(path: str | Path) -> AgentConfig:
 __all__ = [
     "MAX_ITERATIONS_LIMIT",
     "AgentConfig",
+    "AgentLimitsConfig",
     "ModelEndpointConfig",
     "OnlineEvalConfig",
     "OnlineEvalEmbeddingsConfig",

@@ -35,6 +35,24 @@ MaxConcurrentRequests = Annotated[int, Field(ge=1, le=10000)]
 """Requests one agent replica serves at once (beyond: 429)."""
 SystemPrompt = Annotated[str, Field(max_length=32768)]
 
+# What a client may send (the agent's and the tool services' HTTP servers), and the model's window.
+MaxModelLen = Annotated[int, Field(ge=256, le=1048576)]
+"""The model server's context length in tokens (vLLM's --max-model-len)."""
+MaxBodyBytes = Annotated[int, Field(ge=1024, le=67108864)]
+"""Bytes of one request body; checked while it is read, before anything parses it."""
+MaxHeaderBytes = Annotated[int, Field(ge=1024, le=1048576)]
+"""Bytes of one request's request line and headers."""
+ReadTimeoutSeconds = Annotated[int, Field(ge=1, le=600)]
+"""How long a client may take to send its headers, or its body."""
+KeepAliveTimeoutSeconds = Annotated[int, Field(ge=1, le=600)]
+"""How long an idle keep-alive connection stays open."""
+MaxQuestionChars = Annotated[int, Field(ge=1, le=1000000)]
+"""Characters of the question (the last user message)."""
+MaxHistoryMessages = Annotated[int, Field(ge=0, le=1000)]
+"""Earlier messages of the conversation a request may carry."""
+MaxHistoryChars = Annotated[int, Field(ge=0, le=10000000)]
+"""Characters of all those earlier messages together."""
+
 # Names sent to model servers and shown to the model.
 ModelName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
 """A model name as a server takes it in the ``model`` field (vLLM's --served-model-name): no
@@ -60,10 +78,18 @@ __all__ = [
     "BoundToolType",
     "CacheTtlSeconds",
     "EmbeddingsSource",
+    "KeepAliveTimeoutSeconds",
+    "MaxBodyBytes",
     "MaxConcurrentRequests",
+    "MaxHeaderBytes",
+    "MaxHistoryChars",
+    "MaxHistoryMessages",
     "MaxIterations",
+    "MaxModelLen",
+    "MaxQuestionChars",
     "ModelCallTimeoutSeconds",
     "ModelName",
+    "ReadTimeoutSeconds",
     "RequestTimeoutSeconds",
     "SampleRate",
     "ScoreWindow",

@@ -20,6 +20,7 @@ from pydantic import AnyHttpUrl
 
 from sleuth.core.api.agent_config import (
     AgentConfig,
+    AgentLimitsConfig,
     ModelEndpointConfig,
     OnlineEvalConfig,
     OnlineEvalEmbeddingsConfig,
@@ -164,6 +165,8 @@ def agent_config(
             served_model_name=spec.model.effective_served_name,
             timeout_seconds=min(agent.request_timeout_seconds, 600),
             api_key_env=MODEL_API_KEY_ENV if spec.model.api_key_secret_ref else None,
+            # Known when the operator serves the model; an endpoint's own length is not.
+            max_model_len=spec.model.effective_max_model_len if spec.model.serves else None,
         ),
         tools=tools,
         max_iterations=agent.max_iterations,
@@ -173,6 +176,7 @@ def agent_config(
         request_timeout_seconds=agent.request_timeout_seconds,
         max_concurrent_requests=agent.max_concurrent_requests,
         online_eval=online_eval_config(agent.online_eval, retrieval_embedding(bindings)),
+        limits=AgentLimitsConfig.model_validate(agent.limits.model_dump()),
     )
 
 

@@ -16,6 +16,7 @@ from sleuth.core.api.fields import (
     CacheTtlSeconds,
     MaxConcurrentRequests,
     MaxIterations,
+    MaxModelLen,
     ModelName,
     RequestTimeoutSeconds,
     SystemPrompt,
@@ -27,6 +28,7 @@ from sleuth.core.api.v1alpha1.contexts import (
     context_limit,
     context_rule,
 )
+from sleuth.core.api.v1alpha1.limits import AgentLimitsSpec
 from sleuth.core.api.v1alpha1.onlineeval import (  # re-exported: spec.agent.onlineEval lives there
     OnlineEvalEmbeddings,
     OnlineEvalSpec,
@@ -216,10 +218,8 @@ class ModelSpec(SpecModel):
         description="GPUs per model server pod and the GPU product to schedule on. Defaults to "
         "tensorParallelSize GPUs of the default product.",
     )
-    max_model_len: int | None = Field(
+    max_model_len: MaxModelLen | None = Field(
         default=None,
-        ge=256,
-        le=1048576,
         description=f"Context length in tokens (--max-model-len, default {DEFAULT_MAX_MODEL_LEN}, "
         "or the model's context when shorter; 16k covers 5-10 ReAct turns). Refused beyond the "
         "context of a known family ("
@@ -363,6 +363,12 @@ class AgentSpec(SpecModel):
         description="Online evaluation: a sampled share of answered requests scored by a judge "
         f"off the request path, exported as {FAITHFULNESS_SCORE} and "
         f'{ANSWER_RELEVANCY_SCORE}{{{SOURCE_LABEL}="{SOURCE_ONLINE}"}} on the agent\'s /metrics.',
+        json_schema_extra={"default": {}},
+    )
+    limits: AgentLimitsSpec = Field(
+        default_factory=AgentLimitsSpec,
+        description="What one request may carry (body bytes, question, history) and how long a "
+        "client may take to send it; one policy for /v1/query and /v1/chat/completions.",
         json_schema_extra={"default": {}},
     )
     resources: Resources | None = Field(

@@ -25,6 +25,7 @@ from sleuth.core.api.v1alpha1.common import (
     SecretKeyRef,
     SpecModel,
 )
+from sleuth.core.api.v1alpha1.limits import HttpLimitsSpec
 
 ToolType = BoundToolType
 
@@ -333,6 +334,21 @@ class SqlQuerySpec(SpecModel):
     statement_timeout_seconds: int = Field(
         default=5, ge=1, le=300, description="PostgreSQL statement_timeout of each query."
     )
+    pool_size: int = Field(
+        default=4,
+        ge=1,
+        le=100,
+        description="Database connections each tool service replica keeps at most. Size it to the "
+        "SQL calls in flight at the agent's peak (see docs/tools.md); the database role must "
+        "allow replicas x poolSize connections.",
+    )
+    acquire_timeout_seconds: int = Field(
+        default=2,
+        ge=1,
+        le=60,
+        description="How long a call waits for a free connection; then it fails at once with a "
+        "busy error (the agent may retry) instead of queueing until the tool times out.",
+    )
     templates: list[SqlTemplate] | None = Field(
         default=None,
         max_length=64,
@@ -425,6 +441,18 @@ class ToolBindingSpec(SpecModel):
         "toolCacheTTLSeconds.",
     )
     replicas: int = Field(default=1, ge=0, le=64, description="Tool service replicas.")
+    max_concurrent_calls: int = Field(
+        default=32,
+        ge=1,
+        le=1024,
+        description="Tool executions one replica runs at once (identical concurrent calls share "
+        "one execution); beyond it a call is refused at once as busy (503 with Retry-After).",
+    )
+    limits: HttpLimitsSpec | None = Field(
+        default=None,
+        description="What one request to the tool service may carry and how long a client may "
+        "take to send it; omit for the defaults.",
+    )
     image: str | None = Field(
         default=None,
         min_length=1,
