@@ -7,44 +7,53 @@
                                can stand in: ``{"status": "degraded: ..."}``)
 ``GET  /metrics``              Prometheus exposition
 
-Errors are JSON ``{"error": {"message", "type", "field"}}`` (:mod:`sleuth.agent.http_errors`):
-422 names the offending field, 429 (with Retry-After) means the agent is at
-``maxConcurrentRequests``.
+Every error is JSON ``{"error": {"message", "type", "field"}}`` (:mod:`sleuth.agent.http_errors`),
+unknown routes and methods included. Requests pass :class:`~sleuth.agent.httpguard.RequestGuard`
+(body size and read time; a client that leaves cancels its run) and
+:mod:`sleuth.agent.intake` (strict JSON, question and history limits, the prompt against the
+model's context): 400/415/422 name the field, 413 an oversized body or prompt, 408 a body too
+slow to arrive, 429 (with Retry-After) the ``maxConcurrentRequests`` limit.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Literal
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
 
-from sleuth.agent.http_errors import error_body, overloaded
+from sleuth.agent.errors import RequestRejected
+from sleuth.agent.http_errors import error_body, http_exception, overloaded
+from sleuth.agent.httpguard import HttpLimits, RequestGuard
+from sleuth.agent.intake import Conversation, HistoryMessage, read_json
 from sleuth.agent.openai_api import router as openai_router
 from sleuth.agent.service import AgentService, Overloaded
 from sleuth.agent.toolrun import BoundTool
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.names import EVAL_HEADER
 
+log = logging.getLogger("sleuth.agent")
 
-class HistoryMessage(BaseModel):
+
+class QueryMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    role: str = Field(pattern="^(user|assistant)$")
+    role: Literal["user", "assistant"]
     content: str
 
 
 class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1, max_length=20000, description="The user's question.")
-    history: list[HistoryMessage] = Field(
-        default_factory=list, max_length=50, description="Earlier turns of the conversation."
+    question: str = Field(description="The user's question.")
+    history: list[QueryMessage] = Field(
+        default_factory=list, description="Earlier turns of the conversation."
     )
 
 
@@ -56,15 +65,34 @@ def service_of(request: Request) -> AgentService:
 query_router = APIRouter()
 
 
+def refused(service: AgentService, exc: RequestRejected) -> Response:
+    """The error response of a refused request, counted."""
+    service.rejected(exc.status)
+    return error_body(exc.status, str(exc), exc.kind, exc.field)
+
+
 @query_router.post("/v1/query", response_model=None)
-async def query(body: QueryRequest, request: Request) -> Response:
+async def query(request: Request) -> Response:
     service = service_of(request)
-    history = [m.model_dump() for m in body.history]
+    try:
+        body = await read_json(request, QueryRequest)
+        conversation = Conversation(
+            question=body.question,
+            history=[HistoryMessage(m.role, m.content) for m in body.history],
+            question_field="question",
+            history_field="history",
+            history_count=len(body.history),
+        )
+        service.check(conversation)
+    except RequestRejected as exc:
+        return refused(service, exc)
     try:
         sample = EVAL_HEADER.lower() not in request.headers
-        result = await service.answer(body.question, history, "query", sample)
+        result = await service.answer(
+            conversation.question, conversation.history_dicts(), "query", sample
+        )
     except Overloaded as exc:
-        return overloaded(exc)
+        return overloaded(str(exc), exc.retry_after_s)
     payload = {
         "answer": result.answer,
         "citations": result.citations,
@@ -95,17 +123,10 @@ async def metrics(request: Request) -> Response:
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
 
-async def _validation_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, RequestValidationError)
-    errors: list[Any] = list(exc.errors())
-    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-    loc = [str(part) for part in first.get("loc", ()) if part != "body"]
-    field = ".".join(loc) or None
-    message = f"{field}: {first.get('msg')}" if field else str(first.get("msg"))
-    service: AgentService | None = getattr(request.app.state, "service", None)
-    if service is not None:
-        service.metrics.rejected_requests.labels(service.name, "invalid").inc()
-    return error_body(422, message, "invalid_request_error", field)
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    """An unexpected failure: logged whole, answered without its detail."""
+    log.error("unhandled error on %s", request.url.path, exc_info=exc)
+    return error_body(500, "internal error (logged by the agent)", "error")
 
 
 def create_app(
@@ -126,8 +147,27 @@ def create_app(
         finally:
             await service.aclose()
 
+    def current() -> AgentService | None:
+        service: AgentService | None = getattr(app.state, "service", None)
+        return service
+
+    def on_reject(reason: str) -> None:
+        if (service := current()) is not None:
+            service.metrics.rejected_requests.labels(service.name, reason).inc()
+
+    def on_disconnect() -> None:
+        if (service := current()) is not None:
+            service.metrics.disconnects.labels(service.name).inc()
+
     app = FastAPI(title="sleuth agent", lifespan=lifespan)
-    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, http_exception)
+    app.add_exception_handler(Exception, _internal_error)
+    app.add_middleware(
+        RequestGuard,
+        limits=HttpLimits.of(config.limits),
+        on_reject=on_reject,
+        on_disconnect=on_disconnect,
+    )
     app.include_router(query_router)
     app.include_router(openai_router)
     app.include_router(health_router)

@@ -7,15 +7,16 @@ from typing import Any
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from sleuth.agent.api import create_app
+    from sleuth.agent.httpguard import HttpLimits
+    from sleuth.agent.httpserver import serve
     from sleuth.agent.settings import AgentSettings
 
     overrides = {k: v for k, v in {"config": args.config, "port": args.port}.items() if v}
     settings = AgentSettings(**overrides)
-    app = create_app(settings.load_config(), name=settings.name)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", access_log=False)
+    config = settings.load_config()
+    app = create_app(config, name=settings.name)
+    serve(app, settings.host, settings.port, HttpLimits.of(config.limits))
     return 0
 
 

@@ -6,7 +6,8 @@ in :mod:`sleuth.agent.tools.base`.
 ::
 
     AgentError                  base of what the agent itself raises
-    └── ToolConfigError         a configured tool cannot be built (names the tool)
+    ├── ToolConfigError         a configured tool cannot be built (names the tool)
+    └── RequestRejected         a client's request is refused (HTTP status, field, error type)
 """
 
 from __future__ import annotations
@@ -24,3 +25,21 @@ class ToolConfigError(AgentError):
     def __init__(self, message: str, *, tool: str) -> None:
         super().__init__(f"tools[{tool}]: {message}")
         self.tool = tool
+
+
+class RequestRejected(AgentError):
+    """A request the API refuses: ``status`` (4xx), ``field`` at fault (or None), ``kind`` (the
+    error's ``type``)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 422,
+        field: str | None = None,
+        kind: str = "invalid_request_error",
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.field = field
+        self.kind = kind

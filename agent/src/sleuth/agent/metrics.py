@@ -96,7 +96,22 @@ class AgentMetrics:
         )
         self.rejected_requests = Counter(
             "sleuth_agent_rejected_requests_total",
-            "Requests refused (reason: overloaded, invalid).",
+            "Requests refused (reason: overloaded; invalid: a body or field the API refuses; "
+            "too_large: a body over limits.maxBodyBytes or a prompt over the model's context; "
+            "slow_body: the body took over limits.bodyReadTimeoutSeconds).",
+            ["agent", "reason"],
+            registry=r,
+        )
+        self.disconnects = Counter(
+            "sleuth_agent_client_disconnects_total",
+            "Requests whose client went away before the answer; their run was cancelled.",
+            ["agent"],
+            registry=r,
+        )
+        self.model_errors = Counter(
+            "sleuth_agent_model_errors_total",
+            "Failed model calls by reason (timeout, connection, http_<status>, cut_stream, "
+            "bad_response; never an address).",
             ["agent", "reason"],
             registry=r,
         )

@@ -12,14 +12,17 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from starlette.types import Receive, Scope, Send
 
+from sleuth.agent.errors import RequestRejected
 from sleuth.agent.http_errors import error_body, overloaded
+from sleuth.agent.intake import Conversation, HistoryMessage, read_json
 from sleuth.agent.loop import AgentResult
 from sleuth.agent.service import AgentService, Overloaded
 
@@ -30,7 +33,7 @@ class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     role: Literal["system", "user", "assistant", "tool", "developer"]
-    content: str | list[dict[str, Any]] | None = None
+    content: StrictStr | list[dict[str, Any]] | None = None
 
     def text(self) -> str:
         if isinstance(self.content, str):
@@ -47,6 +50,21 @@ class ChatRequest(BaseModel):
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
     stream_options: dict[str, Any] | None = None
+
+
+class _AdmittedStream(StreamingResponse):
+    """An SSE response that gives the admission slot back however it ends: complete, failed,
+    or cancelled (the client went away) — even before its first chunk."""
+
+    def __init__(self, content: AsyncIterator[str], release: Callable[[], None]) -> None:
+        super().__init__(content, media_type="text/event-stream")
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
 
 
 def _usage(result: AgentResult) -> dict[str, int]:
@@ -76,28 +94,48 @@ async def models(request: Request) -> dict[str, Any]:
     return {"object": "list", "data": [entry]}
 
 
-@router.post("/v1/chat/completions", response_model=None)
-async def chat_completions(body: ChatRequest, request: Request) -> Response:
-    service: AgentService = request.app.state.service
+def _conversation(body: ChatRequest) -> Conversation:
     last = body.messages[-1]
+    index = len(body.messages) - 1
     if last.role != "user" or not last.text().strip():
-        index = len(body.messages) - 1
-        message = f"messages.{index}: the last message must be a non-empty user message"
-        return error_body(422, message, "invalid_request_error", f"messages.{index}")
+        raise RequestRejected(
+            f"messages.{index}: the last message must be a non-empty user message",
+            field=f"messages.{index}",
+        )
     history = [
-        {"role": m.role, "content": m.text()}
+        HistoryMessage(m.role, m.text())
         for m in body.messages[:-1]
         if m.role in ("user", "assistant") and m.text()
     ]
+    return Conversation(
+        question=last.text(),
+        history=history,
+        question_field=f"messages.{index}.content",
+        history_field="messages",
+        history_count=index,
+    )
+
+
+@router.post("/v1/chat/completions", response_model=None)
+async def chat_completions(request: Request) -> Response:
+    service: AgentService = request.app.state.service
+    try:
+        body = await read_json(request, ChatRequest)
+        conversation = _conversation(body)
+        service.check(conversation)
+    except RequestRejected as exc:
+        service.rejected(exc.status)
+        return error_body(exc.status, str(exc), exc.kind, exc.field)
+    question, history = conversation.question, conversation.history_dicts()
     cid = f"chatcmpl-{uuid.uuid4().hex[:20]}"
     model = service.name
     try:
         service.admit()
     except Overloaded as exc:
-        return overloaded(exc)
+        return overloaded(str(exc), exc.retry_after_s)
     if not body.stream:
         try:
-            result = await service.run(last.text(), history, "chat_completions")
+            result = await service.run(question, history, "chat_completions")
         finally:
             service.release()
         return JSONResponse(
@@ -123,11 +161,8 @@ async def chat_completions(body: ChatRequest, request: Request) -> Response:
     include_usage = bool((body.stream_options or {}).get("include_usage"))
 
     async def events() -> AsyncIterator[str]:
-        try:
-            yield _chunk(cid, model, {"role": "assistant", "content": ""})
-            result = await service.run(last.text(), history, "chat_completions")
-        finally:
-            service.release()
+        yield _chunk(cid, model, {"role": "assistant", "content": ""})
+        result = await service.run(question, history, "chat_completions")
         yield _chunk(cid, model, {"content": result.answer})
         yield _chunk(cid, model, {}, "stop")
         if include_usage:
@@ -142,4 +177,4 @@ async def chat_completions(body: ChatRequest, request: Request) -> Response:
             yield f"data: {json.dumps(usage)}\n\n"
         yield "data: [DONE]\n\n"
 
-    return StreamingResponse(events(), media_type="text/event-stream")
+    return _AdmittedStream(events(), service.release)

@@ -8,11 +8,13 @@ A sampled share (``onlineEval.sampleRate``) of answered requests is handed to th
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
 from sleuth.agent.cache import ToolCache
 from sleuth.agent.errors import AgentError
+from sleuth.agent.intake import Conversation, PromptBudget, check_conversation
 from sleuth.agent.loop import Agent, AgentResult, LoopSettings
 from sleuth.agent.metrics import AgentMetrics
 from sleuth.agent.onlineeval import OnlineEvaluator
@@ -68,6 +70,24 @@ class AgentService:
         self.metrics = AgentMetrics(name)
         self.online_eval = OnlineEvaluator(config, self.metrics.online)
         self.in_flight = 0
+        self.budget = self._budget(settings.system_prompt)
+
+    def _budget(self, system_prompt: str) -> PromptBudget | None:
+        model = self.config.model
+        if model.max_model_len is None or self.config.planner.mode == "router":
+            return None
+        tools = json.dumps(self.runner.openai_tools(), ensure_ascii=False)
+        fixed = len(system_prompt.encode()) + len(tools.encode())
+        return PromptBudget(model.max_model_len, model.max_tokens, fixed)
+
+    def check(self, conversation: Conversation) -> None:
+        """Raise :class:`RequestRejected` for a conversation over the limits."""
+        check_conversation(conversation, self.config.limits, self.budget)
+
+    def rejected(self, status: int) -> None:
+        """Count a refused request by its HTTP status."""
+        reasons = {408: "slow_body", 413: "too_large", 429: "overloaded"}
+        self.metrics.rejected_requests.labels(self.name, reasons.get(status, "invalid")).inc()
 
     async def start(self) -> None:
         """Start what runs beside the requests (the online evaluator's workers)."""
