@@ -34,22 +34,22 @@ _HTTP_TYPES = {
 
 
 def error_payload(
-    message: str, kind: str, field: str | None = None, **extra: Any
+    message: str, error_type: str, field: str | None = None, **extra: Any
 ) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "field": field, **extra}}
+    return {"error": {"message": message, "type": error_type, "field": field, **extra}}
 
 
 def error_body(
     status: int,
     message: str,
-    kind: str,
+    error_type: str,
     field: str | None = None,
     *,
     headers: dict[str, str] | None = None,
     **extra: Any,
 ) -> JSONResponse:
     return JSONResponse(
-        error_payload(message, kind, field, **extra), status_code=status, headers=headers
+        error_payload(message, error_type, field, **extra), status_code=status, headers=headers
     )
 
 

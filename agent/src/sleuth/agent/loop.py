@@ -56,6 +56,9 @@ class AgentResult:
     answer: str
     citations: list[dict[str, str]]
     trace: Trace
+    # The conversation as it ended, so another planner can go on from it (the router fallback).
+    messages: tuple[dict[str, Any], ...] = ()
+    conversation: Conversation | None = None
 
 
 class State(enum.Enum):
@@ -87,12 +90,26 @@ class Agent:
         self.settings = settings
         self._tools = runner.openai_tools()
 
-    async def run(self, question: str, history: list[dict[str, Any]] | None = None) -> AgentResult:
-        """Answer ``question`` (``history``: earlier user/assistant messages, if any)."""
-        messages = [{"role": "system", "content": self.settings.system_prompt}]
-        messages.extend(history or [])
-        messages.append({"role": "user", "content": question})
-        run = _Run(messages=messages, trace=Trace(question=question, model=self.model.name))
+    async def run(
+        self,
+        question: str,
+        history: list[dict[str, Any]] | None = None,
+        *,
+        resume: AgentResult | None = None,
+    ) -> AgentResult:
+        """Answer ``question`` (``history``: earlier user/assistant messages, if any).
+
+        ``resume``: go on from another run of the same question (its messages, tool results and
+        trace), as the router does when the model server failed mid-run: nothing gathered is
+        lost, and the trace shows every call that ran."""
+        if resume is not None and resume.conversation is not None:
+            trace = resume.trace.model_copy(update={"model": self.model.name})
+            run = _Run(list(resume.messages), trace, resume.conversation)
+        else:
+            messages = [{"role": "system", "content": self.settings.system_prompt}]
+            messages.extend(history or [])
+            messages.append({"role": "user", "content": question})
+            run = _Run(messages=messages, trace=Trace(question=question, model=self.model.name))
         try:
             async with asyncio.timeout(self.settings.request_timeout_s):
                 await self._drive(run)
@@ -101,7 +118,13 @@ class Agent:
             run.answer = timeout_answer(self.settings.request_timeout_s, run.trace.tool_calls())
         run.trace.total_ms = run.conversation.ms()
         citations = [c for record in run.trace.tool_calls() for c in record.citations]
-        return AgentResult(answer=run.answer, citations=citations, trace=run.trace)
+        return AgentResult(
+            answer=run.answer,
+            citations=citations,
+            trace=run.trace,
+            messages=tuple(run.messages),
+            conversation=run.conversation,
+        )
 
     async def _drive(self, run: _Run) -> None:
         state = State.ASK_MODEL

@@ -9,6 +9,8 @@ dashboard, the operator's rules) come from :mod:`sleuth.core.names`.
 
 from __future__ import annotations
 
+import re
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from sleuth.agent.trace import Trace
@@ -28,6 +30,19 @@ from sleuth.core.names import (
 
 _LATENCY = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.5, 5.0, 10.0, 30.0, 60.0)
 _FAST = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+def model_error_reason(error: str) -> str:
+    """A model error's message as a label value with no address in it."""
+    if "timed out" in error:
+        return "timeout"
+    if "unreachable" in error:
+        return "connection"
+    if match := re.match(r"model server answered (\d{3})", error):
+        return f"http_{match.group(1)}"
+    if "stream ended" in error:
+        return "cut_stream"
+    return "bad_response"
 
 
 class AgentMetrics:
@@ -142,6 +157,8 @@ class AgentMetrics:
             self.model_seconds.labels(a, "error" if step.error else "ok").observe(
                 step.duration_ms / 1000
             )
+            if step.error:
+                self.model_errors.labels(a, model_error_reason(step.error)).inc()
             if step.ttft_ms is not None:
                 self.model_ttft_seconds.labels(a).observe(step.ttft_ms / 1000)
         self.tokens.labels(a, "prompt").inc(trace.prompt_tokens)

@@ -426,8 +426,38 @@ def compose(
     return "\n".join(sentences) + f"\n(Answered by the {ROUTER_NAME}.)"
 
 
+def _gathered(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> set[str]:
+    """Names and kinds of the tools that already answered in this conversation through calls
+    the router did not make (a model's, before its server failed)."""
+    kinds = {t.name: t.kind for t in _tools(tools)}
+    start = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+    theirs: dict[str, str] = {}  # call id → tool name
+    done: set[str] = set()
+    for m in messages[start + 1 :]:
+        for call in m.get("tool_calls") or []:
+            if not str(call.get("id", "")).startswith(ROUTER_ID):
+                theirs[call.get("id", "")] = call.get("function", {}).get("name", "")
+        name = theirs.get(m.get("tool_call_id", "")) if m.get("role") == "tool" else None
+        if name is None:
+            continue
+        try:
+            content = json.loads(m.get("content") or "null")
+        except ValueError:
+            continue
+        if isinstance(content, dict) and "error" not in content:
+            done |= {name, kinds.get(name, "other")}
+    return done
+
+
+ROUTER_ID = "router_"
+
+
 class RouterModel:
-    """A :class:`~sleuth.core.llm.ChatModel` that plans with rules instead of a model."""
+    """A :class:`~sleuth.core.llm.ChatModel` that plans with rules instead of a model.
+
+    It may take over a conversation a model started (the agent's degraded mode): tools that
+    already answered there are not called again, and their results are part of the answer.
+    """
 
     name = ROUTER_NAME
 
@@ -438,20 +468,31 @@ class RouterModel:
             (m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), ""
         )
         the_plan = plan(str(question), tools)
+        done = _gathered(messages, tools)
+        rounds: list[tuple[list[tuple[str, dict[str, Any]]], str | None]] = []
+        for i, planned in enumerate(the_plan.rounds):
+            left = [(name, args) for name, args in planned if name not in done]
+            if left:
+                rounds.append((left, the_plan.thoughts[i] if i < len(the_plan.thoughts) else None))
+        notes = the_plan.notes
+        if done & {"sql_free", "sql_template"}:  # the SQL evidence is there already
+            notes = [n for n in notes if "SQL database" not in n]
         start = max(i for i, m in enumerate(messages) if m.get("role") == "user")
-        rounds_done = sum(1 for m in messages[start + 1 :] if m.get("tool_calls"))
-        if rounds_done < len(the_plan.rounds):
+        rounds_done = sum(
+            1
+            for m in messages[start + 1 :]
+            if any(str(c.get("id", "")).startswith(ROUTER_ID) for c in m.get("tool_calls") or [])
+        )
+        if rounds_done < len(rounds):
+            planned, thought = rounds[rounds_done]
             calls = tuple(
                 ToolCallRequest(
-                    id=f"router_{rounds_done + 1}_{i + 1}",
+                    id=f"{ROUTER_ID}{rounds_done + 1}_{i + 1}",
                     name=name,
                     arguments_text=json.dumps(args),
                 )
-                for i, (name, args) in enumerate(the_plan.rounds[rounds_done])
-            )
-            thought = (
-                the_plan.thoughts[rounds_done] if rounds_done < len(the_plan.thoughts) else None
+                for i, (name, args) in enumerate(planned)
             )
             return ModelTurn(content=thought, tool_calls=calls, finish_reason="tool_calls")
-        answer = compose(str(question), messages, tools, the_plan.notes)
+        answer = compose(str(question), messages, tools, notes)
         return ModelTurn(content=answer, finish_reason="stop", extra={"planner": "router"})

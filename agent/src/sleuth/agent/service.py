@@ -135,10 +135,12 @@ class AgentService:
     async def _degrade(
         self, failed: AgentResult, question: str, history: list[dict[str, Any]]
     ) -> AgentResult:
-        """The model server failed: answer with the deterministic router, and say so."""
+        """The model server failed: the deterministic router goes on from the evidence already
+        gathered (the failed run's tool results stay in the conversation and the trace), and
+        the answer says so."""
         assert self.fallback is not None
         error = next((s.error for s in failed.trace.model_steps() if s.error), "unknown error")
-        routed = await self.fallback.run(question, history)
+        routed = await self.fallback.run(question, history, resume=failed)
         routed.trace.degraded = True
         self.metrics.degraded.labels(self.name).inc()
         note = (

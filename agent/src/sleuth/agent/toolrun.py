@@ -3,22 +3,28 @@
 Nothing a tool does escapes as an exception: every outcome becomes a :class:`ToolCallRecord`
 whose ``observation`` is the tool message the model reads next. Failures are observations of the
 form ``{"error": "...", "tool": "..."}``. A failed call (same tool, same canonical arguments) is
-run again at most once per conversation; a third request gets ``retry_refused``.
+run again at most once per conversation; a third request gets ``retry_refused``. Identical calls
+in flight at once — from any request of this agent — share one execution
+(:class:`~sleuth.agent.singleflight.SingleFlight`), each caller under its own timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.agent.cache import ToolCache, canonical_arguments
-from sleuth.agent.tools.base import Tool, ToolError, ToolOutput
+from sleuth.agent.singleflight import SingleFlight
+from sleuth.agent.tools.base import Tool, ToolError, ToolMisconfigured, ToolOutput
 from sleuth.agent.trace import ToolCallRecord, ToolCallStatus
 from sleuth.core.llm import ToolCallRequest
+
+log = logging.getLogger("sleuth.agent.tools")
 
 MAX_OBSERVATION_CHARS = 16000
 
@@ -73,6 +79,7 @@ class ToolRunner:
         self.cache = cache
         self.parallel = parallel
         self.max_parallel = max_parallel
+        self.flights: SingleFlight[ToolOutput] = SingleFlight()
 
     def openai_tools(self) -> list[dict[str, Any]]:
         return [bound.tool.spec.to_openai() for bound in self.tools.values()]
@@ -153,14 +160,16 @@ class ToolRunner:
         status: ToolCallStatus
         try:
             async with asyncio.timeout(bound.timeout_s):
-                output = await bound.tool.call(arguments)
+                output, _ = await self.flights.run(key, lambda: bound.tool.call(arguments))
         except TimeoutError:
             status, message = "timeout", f"timeout after {bound.timeout_s:g}s"
-        except ToolError as exc:
-            status = "unavailable" if exc.retryable else "error"
+        except ToolError as exc:  # misconfigured: for the model, the tool is unavailable
+            unavailable = exc.retryable or isinstance(exc, ToolMisconfigured)
+            status = "unavailable" if unavailable else "error"
             message = str(exc) or type(exc).__name__
-        except Exception as exc:  # a broken tool must not break the loop
-            status, message = "error", f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a broken tool must not break the loop (its text: logged)
+            log.warning("tool %s failed: %r", call.name, exc)
+            status, message = "error", f"the tool failed ({type(exc).__name__})"
         else:
             if self.cache is not None:
                 self.cache.put(call.name, arguments, output, bound.cache_ttl_s)

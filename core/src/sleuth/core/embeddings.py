@@ -112,7 +112,9 @@ class OpenAIEmbedder:
                 self._url, json={"model": self._model, "input": list(texts)}
             )
         except httpx.HTTPError as err:
-            raise EmbeddingsUnavailable(f"embeddings endpoint unreachable: {err}") from None
+            raise EmbeddingsUnavailable(
+                f"embeddings endpoint unreachable ({type(err).__name__})"
+            ) from None
         if response.status_code >= 400:
             raise EmbeddingsUnavailable(f"embeddings endpoint answered {response.status_code}")
         data = sorted(response.json()["data"], key=lambda item: item["index"])

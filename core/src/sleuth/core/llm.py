@@ -18,6 +18,7 @@ body that is not a chat completion) is not. Retrying is the caller's decision.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -25,6 +26,8 @@ from typing import Any, Protocol
 import aiohttp
 
 from sleuth.core.errors import ModelResponseError, ModelTimeout, ModelUnavailable
+
+log = logging.getLogger("sleuth.llm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,17 +169,22 @@ class OpenAIChatModel:
                 return _parse_body(await response.read())
         except TimeoutError as exc:
             raise ModelTimeout(f"model call timed out after {self._timeout_s:g} s") from exc
-        except aiohttp.ClientError as exc:
-            raise ModelUnavailable(f"model server unreachable: {exc}") from exc
+        except aiohttp.ClientError as exc:  # the text names the server's address: logged only
+            log.warning("model server unreachable: %r", exc)
+            raise ModelUnavailable(f"model server unreachable ({type(exc).__name__})") from exc
 
 
 async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
     text = (await response.read()).decode("utf-8", "replace")
     try:
-        detail = json.loads(text).get("error", {}).get("message", text)
+        detail = json.loads(text).get("error", {}).get("message")
     except (ValueError, AttributeError):
-        detail = text
-    message = f"model server answered {response.status}: {str(detail)[:300]}"
+        detail = None
+    message = f"model server answered {response.status}"
+    if isinstance(detail, str) and detail:  # the server's own error message
+        message += f": {detail[:300]}"
+    elif text.strip():  # a proxy's page or other text (may name hosts): logged only
+        log.warning("%s: %s", message, text[:300])
     if response.status == 429 or response.status >= 500:
         raise ModelUnavailable(message, status=response.status)
     raise ModelResponseError(message, status=response.status)

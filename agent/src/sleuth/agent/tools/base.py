@@ -8,7 +8,13 @@ Errors::
 
     ToolError                 the call failed; the message goes back to the model as an observation
     ├── ToolUnavailable       retryable: the backend is down or timed out
+    │   └── ToolBusy          retryable: every connection / execution slot is taken (load shed)
+    ├── ToolMisconfigured     permanent: the tool's own configuration or credentials are wrong;
+    │                         the model is told the tool is unavailable, an operator must act
     └── ToolArgumentError     permanent: the arguments are wrong (the message names the field)
+
+Messages are what the model (and, through traces, a client) reads: they never carry internal
+addresses, file paths or credentials; the detail goes to the tool service's log.
 """
 
 from __future__ import annotations
@@ -34,6 +40,15 @@ class ToolUnavailable(ToolError):
     """The tool's backend is down, overloaded or timed out."""
 
     retryable = True
+
+
+class ToolBusy(ToolUnavailable):
+    """The tool is at capacity (its connection pool or its execution limit); retry shortly."""
+
+
+class ToolMisconfigured(ToolError):
+    """The tool cannot work as configured (a wrong password, a DSN that does not parse, a role
+    without the grants it needs): not the model's fault, and retrying will not help."""
 
 
 class ToolArgumentError(ToolError):

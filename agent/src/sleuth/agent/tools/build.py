@@ -19,13 +19,22 @@ free-form SQL surface at all when templates are configured.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from sleuth.agent.tools.base import Tool
 from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from qdrant_client import AsyncQdrantClient
+
+log = logging.getLogger("sleuth.tools")
 
 ReadyCheck = Callable[[], Awaitable[bool]]
 Closer = Callable[[], Awaitable[None]]
@@ -50,6 +59,39 @@ class ServiceTools:
             await close()
 
 
+def _redact(text: str, dsn: str) -> str:
+    """``text`` without the password of ``dsn`` (should a message ever quote it)."""
+    try:
+        password = urlsplit(dsn).password
+    except ValueError:
+        password = None
+    return text.replace(password, "***") if password else text
+
+
+async def check_dsn(dsn: str, timeout_s: float) -> None:
+    """Fail at start-up, naming the setting, when the connection URI cannot be used at all.
+
+    One connection is tried: a URI asyncpg cannot parse is a :class:`ServiceConfigError`; a
+    database that is down or refuses the role is only logged (the service starts unready, and
+    calls say what is wrong), so a database outage never stops the tool service from starting.
+    """
+    import asyncpg
+
+    try:
+        conn = await asyncio.wait_for(asyncpg.connect(dsn), timeout_s)
+    except (ValueError, asyncpg.ClientConfigurationError) as err:
+        raise ServiceConfigError(
+            f"SLEUTH_SQL_CONNECTION_URI cannot be used: {_redact(str(err), dsn)}"
+        ) from None
+    except Exception as err:  # down, unreachable, wrong credentials: serve, unready
+        log.warning(
+            "sql_query: no database connection at start-up (%s); serving unready",
+            type(err).__name__,
+        )
+        return
+    await conn.close()
+
+
 async def _sql(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
     from sleuth.agent.tools.sql.executor import SqlLimits
     from sleuth.agent.tools.sql.guard import GuardPolicy
@@ -66,8 +108,10 @@ async def _sql(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
     limits = SqlLimits(
         max_rows=settings.max_rows,
         statement_timeout_seconds=float(settings.statement_timeout_seconds),
+        acquire_timeout_seconds=float(settings.acquire_timeout_seconds),
     )
-    pool = await create_pool(dsn)
+    await check_dsn(dsn, float(settings.acquire_timeout_seconds))
+    pool = await create_pool(dsn, max_size=settings.pool_size)
     tools: dict[str, Tool] = {}
     if settings.templates:
         policy = GuardPolicy.of(settings.allowed_tables)
@@ -93,6 +137,38 @@ async def _sql(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
     return ServiceTools("sql_query", tools, ready, [pool.close])
 
 
+def open_local_store(path: str, setting: str) -> AsyncQdrantClient:
+    """A Qdrant local-mode store that must already exist: serving never creates one (ingest
+    does), and every way a path can be wrong is one line naming the setting."""
+    from qdrant_client import AsyncQdrantClient
+
+    fill = "fill it with `sleuth ingest --qdrant-path` first"
+    if not os.path.exists(path):
+        raise ServiceConfigError(f"{setting}: {path} does not exist; {fill}")
+    if not os.path.isdir(path):
+        raise ServiceConfigError(f"{setting}: {path} is not a folder (a Qdrant local store is)")
+    if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+        raise ServiceConfigError(f"{setting}: {path} is not readable and writable by this process")
+    if not os.path.isdir(os.path.join(path, "collection")):
+        raise ServiceConfigError(f"{setting}: no Qdrant store at {path}; {fill}")
+    try:
+        return AsyncQdrantClient(path=path)
+    except RuntimeError as err:
+        if "already accessed" in str(err):
+            raise ServiceConfigError(
+                f"{setting}: {path} is open in another process (Qdrant's local mode allows "
+                "one at a time); stop it, or use a Qdrant server"
+            ) from None
+        raise ServiceConfigError(
+            f"{setting}: {path} cannot be opened as a Qdrant store ({type(err).__name__})"
+        ) from None
+    except Exception as err:  # a corrupt store: sqlite, JSON or pickle errors
+        raise ServiceConfigError(
+            f"{setting}: {path} cannot be opened as a Qdrant store, it may be corrupt "
+            f"({type(err).__name__}: {str(err)[:120]})"
+        ) from None
+
+
 async def _vector(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
     from sleuth.agent.tools.vector.rerank import Reranker, RerankerConfig
     from sleuth.agent.tools.vector.retrieve import DEFAULT_CANDIDATES, RetrievalSettings
@@ -104,15 +180,13 @@ async def _vector(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools
     settings = spec.vector_search
     assert settings is not None
     local_path = env.get("SLEUTH_QDRANT_PATH")
+    setting = "SLEUTH_QDRANT_PATH"
     if not local_path and settings.embedded is not None:
         local_path = f"{EMBEDDED_QDRANT_MOUNT}/{settings.embedded.path}"
-        # Serving never creates a store: an empty claim means the ingest Job has not run.
-        if not os.path.isdir(os.path.join(local_path, "collection")):  # noqa: ASYNC240  (once, at start)
-            raise ServiceConfigError(
-                f"vectorSearch.embedded: no Qdrant store at {local_path} (claim "
-                f"{settings.embedded.claim_name}, path {settings.embedded.path}); fill it with "
-                "`sleuth ingest --qdrant-path` first"
-            )
+        setting = (
+            f"vectorSearch.embedded (claim {settings.embedded.claim_name}, "
+            f"path {settings.embedded.path})"
+        )
     location = QdrantLocation(
         url=None if local_path else settings.url,
         path=local_path or None,
@@ -130,7 +204,7 @@ async def _vector(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools
         embedder = remote
     else:
         embedder = LocalEmbedder()
-    client = location.client()
+    client = open_local_store(local_path, setting) if local_path else location.client()
     closers.append(client.close)
     rerank = settings.reranker
     retrieval = RetrievalSettings(

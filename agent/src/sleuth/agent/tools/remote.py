@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -25,6 +26,8 @@ from sleuth.agent.tools.base import ToolError, ToolOutput, ToolUnavailable
 from sleuth.agent.tools.wire import error_from_json, output_from_json
 from sleuth.core.api.agent_config import ToolConfig
 from sleuth.core.tools import DEFAULT_SPECS, ToolSpec, with_description
+
+log = logging.getLogger("sleuth.tools.remote")
 
 Transport = Literal["mcp", "json"]
 
@@ -83,9 +86,9 @@ class RemoteTool:
                 f"tool service timed out after {self._timeout:g} s", tool=self._spec.name
             ) from None
         except Exception as err:  # transport failures (connection refused, HTTP errors, ...)
+            log.warning("%s: tool service %s unreachable: %r", self._spec.name, self._endpoint, err)
             raise ToolUnavailable(
-                f"tool service unreachable at {self._endpoint}: {_describe(err)}",
-                tool=self._spec.name,
+                f"tool service unreachable ({_describe(err)})", tool=self._spec.name
             ) from None
         if "error" in result:
             raise error_from_json(result, self._spec.name)
@@ -136,9 +139,10 @@ class RemoteTool:
 
 
 def _describe(err: BaseException) -> str:
+    """The failure's kind, never its text (which holds addresses)."""
     if isinstance(err, BaseExceptionGroup) and err.exceptions:
         return _describe(err.exceptions[0])
-    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    return type(err).__name__
 
 
 def build_remote_tool(config: ToolConfig) -> RemoteTool:

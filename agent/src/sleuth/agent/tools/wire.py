@@ -4,12 +4,15 @@ A result::
 
     {"content": <any JSON>, "citations": [{"id": "...", "source": "...", "text": "..."}]}
 
-An error::
+An error (the shape of every sleuth HTTP error, :mod:`sleuth.agent.http_errors`, plus ``kind``
+and ``tool``)::
 
-    {"error": {"kind": "argument" | "unavailable" | "error", "message": "...", "tool": "..."}}
+    {"error": {"message": "...", "type": KIND, "field": null, "kind": KIND, "tool": "..."}}
 
-``kind`` maps back to :class:`ToolArgumentError`, :class:`ToolUnavailable` and :class:`ToolError`,
-so a remote tool fails exactly like the in-process one would.
+``kind`` is ``argument``, ``unavailable``, ``busy``, ``misconfigured`` or ``error`` and maps back
+to :class:`ToolArgumentError`, :class:`ToolUnavailable`, :class:`ToolBusy`,
+:class:`ToolMisconfigured` and :class:`ToolError`, so a remote tool fails exactly like the
+in-process one would.
 """
 
 from __future__ import annotations
@@ -19,10 +22,19 @@ from typing import Any
 from sleuth.agent.tools.base import (
     Citation,
     ToolArgumentError,
+    ToolBusy,
     ToolError,
+    ToolMisconfigured,
     ToolOutput,
     ToolUnavailable,
 )
+
+KINDS: dict[str, type[ToolError]] = {
+    "argument": ToolArgumentError,
+    "busy": ToolBusy,
+    "unavailable": ToolUnavailable,
+    "misconfigured": ToolMisconfigured,
+}
 
 
 def output_to_json(output: ToolOutput) -> dict[str, Any]:
@@ -41,22 +53,23 @@ def output_from_json(data: dict[str, Any]) -> ToolOutput:
 
 
 def error_kind(err: ToolError) -> str:
-    if isinstance(err, ToolArgumentError):
-        return "argument"
-    if isinstance(err, ToolUnavailable):
-        return "unavailable"
+    for kind, cls in KINDS.items():  # most specific first: busy before unavailable
+        if isinstance(err, cls):
+            return kind
     return "error"
 
 
+def error_json(kind: str, message: str, tool: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "field": None, "kind": kind, "tool": tool}}
+
+
 def error_to_json(err: ToolError, tool: str) -> dict[str, Any]:
-    return {"error": {"kind": error_kind(err), "message": str(err), "tool": err.tool or tool}}
+    return error_json(error_kind(err), str(err), err.tool or tool)
 
 
 def error_from_json(data: dict[str, Any], tool: str) -> ToolError:
     body = data.get("error") or {}
     kind = body.get("kind", "error")
     message = str(body.get("message", "tool error"))
-    cls: type[ToolError] = {"argument": ToolArgumentError, "unavailable": ToolUnavailable}.get(
-        kind, ToolError
-    )
+    cls = KINDS.get(kind, ToolError)
     return cls(message, tool=str(body.get("tool") or tool))

@@ -10,13 +10,21 @@ Routes::
     GET  /metrics                 Prometheus exposition
 
 Tool errors keep their kind on both transports (see :mod:`sleuth.agent.tools.wire`): on the JSON
-endpoint as HTTP 422 (argument), 503 (unavailable) or 500 (other); over MCP as a result with
-``isError`` and the same JSON in its text.
+endpoint as HTTP 422 (argument), 503 (unavailable, misconfigured; busy with ``Retry-After``) or 500
+(other); over MCP as a result with ``isError`` and the same JSON in its text. Every other error
+(a body that is not JSON, an unknown route) has the shape of :mod:`sleuth.agent.http_errors`.
+
+Identical calls in flight share one execution (:class:`~sleuth.agent.singleflight.SingleFlight`);
+at most ``maxConcurrentCalls`` executions run at once, beyond which a call is refused at once as
+``busy``. Requests pass :class:`~sleuth.agent.httpguard.RequestGuard`: a caller that goes away
+(the agent's tool timeout) cancels its call — and the SQL statement under it — unless another
+caller still waits for the same execution.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -28,17 +36,26 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from sleuth.agent.tools.base import ToolError
+from sleuth.agent.cache import canonical_arguments
+from sleuth.agent.http_errors import error_body, http_exception
+from sleuth.agent.httpguard import HttpLimits, RequestGuard
+from sleuth.agent.singleflight import SingleFlight
+from sleuth.agent.tools.base import ToolBusy, ToolError, ToolOutput
 from sleuth.agent.tools.build import ServiceTools
-from sleuth.agent.tools.wire import error_kind, error_to_json, output_to_json
+from sleuth.agent.tools.wire import error_json, error_kind, error_to_json, output_to_json
 from sleuth.agent.toolservice.build import describe
 
-_STATUS = {"argument": 422, "unavailable": 503, "error": 500}
+log = logging.getLogger("sleuth.toolservice")
+
+_STATUS = {"argument": 422, "unavailable": 503, "busy": 503, "misconfigured": 503, "error": 500}
+DEFAULT_MAX_CONCURRENT_CALLS = 32
 
 
 class Metrics:
@@ -60,36 +77,73 @@ class Metrics:
         self.ready = Gauge(
             "sleuth_tool_service_ready", "1 when the backend answers.", registry=self.registry
         )
+        self.executing = Gauge(
+            "sleuth_tool_service_executions_in_flight",
+            "Tool executions running (identical calls share one).",
+            registry=self.registry,
+        )
+        self.rejected = Counter(
+            "sleuth_tool_service_rejected_requests",
+            "Requests refused before a tool ran (too_large, slow_body) or abandoned by their "
+            "client (client_gone).",
+            ["reason"],
+            registry=self.registry,
+        )
 
 
 class ToolService:
-    """Runs calls for both transports and records metrics."""
+    """Runs calls for both transports: shared executions, an execution limit, metrics."""
 
-    def __init__(self, tools: ServiceTools, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        tools: ServiceTools,
+        metrics: Metrics,
+        max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
+    ) -> None:
         self.tools = tools
         self.metrics = metrics
+        self.max_concurrent_calls = max_concurrent_calls
+        self.executing = 0
+        self.flights: SingleFlight[ToolOutput] = SingleFlight()
 
     async def call(self, name: str, arguments: dict[str, Any], transport: str) -> dict[str, Any]:
         tool = self.tools.tools.get(name)
         if tool is None:
             known = ", ".join(sorted(self.tools.tools))
             self.metrics.calls.labels(name, transport, "unknown_tool").inc()
-            return {
-                "error": {
-                    "kind": "argument",
-                    "message": f"unknown tool {name!r}; this service serves {known}",
-                    "tool": name,
-                }
-            }
+            return error_json(
+                "argument", f"unknown tool {name!r}; this service serves {known}", name
+            )
+        key = (name, canonical_arguments(arguments))
+
+        async def execute() -> ToolOutput:
+            self.executing += 1
+            self.metrics.executing.set(self.executing)
+            try:
+                return await tool.call(arguments)
+            finally:
+                self.executing -= 1
+                self.metrics.executing.set(self.executing)
+
         started = time.perf_counter()
         try:
-            output = await tool.call(arguments)
+            if not self.flights.in_flight(key) and self.executing >= self.max_concurrent_calls:
+                raise ToolBusy(
+                    f"the {name} tool is busy: {self.executing} calls are running, the limit of "
+                    f"this service (maxConcurrentCalls); try again shortly",
+                    tool=name,
+                )
+            output, shared = await self.flights.run(key, execute)
         except ToolError as err:
             self.metrics.calls.labels(name, transport, error_kind(err)).inc()
             return error_to_json(err, name)
+        except Exception:  # a bug or an unexpected backend failure: logged, never a raw 500
+            log.exception("%s: the call failed unexpectedly", name)
+            self.metrics.calls.labels(name, transport, "error").inc()
+            return error_json("error", f"the {name} tool failed unexpectedly (logged)", name)
         finally:
             self.metrics.seconds.labels(name).observe(time.perf_counter() - started)
-        self.metrics.calls.labels(name, transport, "ok").inc()
+        self.metrics.calls.labels(name, transport, "shared" if shared else "ok").inc()
         return output_to_json(output)
 
 
@@ -132,7 +186,16 @@ class _McpEndpoint:
 Loader = Callable[[], Awaitable[ServiceTools]]
 
 
-def create_app(load: Loader) -> Starlette:
+def _call_error(status: int, message: str, tool: str, field: str | None = None) -> Response:
+    return error_body(status, message, "invalid_request_error", field, kind="argument", tool=tool)
+
+
+def create_app(
+    load: Loader,
+    *,
+    limits: HttpLimits | None = None,
+    max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
+) -> Starlette:
     """The app; ``load`` builds the tools when the app starts (pools open in its lifespan)."""
     metrics = Metrics()
     state: dict[str, Any] = {}
@@ -158,25 +221,24 @@ def create_app(load: Loader) -> Starlette:
     async def call(request: Request) -> Response:
         name = request.path_params["name"]
         try:
-            body = await request.json()
+            body = json.loads(await request.body())
         except ValueError:
-            body = None
+            return _call_error(400, "the body is not valid JSON", name)
         arguments = body.get("arguments", {}) if isinstance(body, dict) else None
         if not isinstance(arguments, dict):
-            error = {
-                "kind": "argument",
-                "message": 'body must be {"arguments": {...}}',
-                "tool": name,
-            }
-            return JSONResponse({"error": error}, status_code=422)
+            message = 'the body must be {"arguments": {...}}'
+            return _call_error(422, message, name, "arguments")
         result = await service().call(name, arguments, "json")
-        status = _STATUS[result["error"]["kind"]] if "error" in result else 200
-        return JSONResponse(result, status_code=status)
+        if "error" not in result:
+            return JSONResponse(result)
+        kind = result["error"]["kind"]
+        headers = {"Retry-After": "1"} if kind == "busy" else None
+        return JSONResponse(result, status_code=_STATUS[kind], headers=headers)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         tools = await load()
-        svc = ToolService(tools, metrics)
+        svc = ToolService(tools, metrics, max_concurrent_calls)
         state["service"] = svc
         manager = StreamableHTTPSessionManager(
             app=mcp_server(svc), json_response=True, stateless=True
@@ -188,6 +250,10 @@ def create_app(load: Loader) -> Starlette:
         finally:
             await tools.aclose()
 
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        log.error("unhandled error on %s", request.url.path, exc_info=exc)
+        return error_body(500, "internal error (logged by the tool service)", "error")
+
     mcp_endpoint = _McpEndpoint(None)  # type: ignore[arg-type]  # set in the lifespan
     routes = [
         Route("/healthz", healthz),
@@ -197,4 +263,15 @@ def create_app(load: Loader) -> Starlette:
         Route("/v1/tools/{name}/call", call, methods=["POST"]),
         Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    guard = Middleware(
+        RequestGuard,
+        limits=limits or HttpLimits(),
+        on_reject=lambda reason: metrics.rejected.labels(reason).inc(),
+        on_disconnect=lambda: metrics.rejected.labels("client_gone").inc(),
+    )
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[guard],
+        exception_handlers={HTTPException: http_exception, Exception: internal_error},
+    )

@@ -33,8 +33,13 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
+    import asyncio
 
+    import uvicorn
+    import uvloop
+
+    from sleuth.agent.httpguard import HttpLimits
+    from sleuth.agent.httpserver import server_config
     from sleuth.agent.tools.build import ServiceConfigError, ServiceTools, build_service_tools
     from sleuth.agent.toolservice.app import create_app
     from sleuth.agent.toolservice.build import load_spec
@@ -48,12 +53,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
-    async def load() -> ServiceTools:
-        return await build_service_tools(spec, dict(os.environ))
+    async def main() -> int:
+        # The tools are built before the server starts, so that a configuration that cannot work
+        # (a DSN that does not parse, a Qdrant path that is no store) stops the service with one
+        # line naming the setting, not a traceback from inside the server's lifespan.
+        try:
+            tools = await build_service_tools(spec, dict(os.environ))
+        except ServiceConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
 
-    try:
-        uvicorn.run(create_app(load), host=args.host, port=args.port, log_level="warning")
-    except ServiceConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+        async def load() -> ServiceTools:
+            return tools
+
+        app = create_app(
+            load, limits=HttpLimits.of(spec.limits), max_concurrent_calls=spec.max_concurrent_calls
+        )
+        config = server_config(
+            app, args.host, args.port, HttpLimits.of(spec.limits), log_level="warning"
+        )
+        await uvicorn.Server(config).serve()
+        return 0
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(main())

@@ -10,10 +10,19 @@ rollback; nothing a query does can persist.
 Parameters from the model (JSON values) are coerced to the types PostgreSQL inferred for the
 placeholders (``"2025"`` for an integer, ``100000`` for a numeric, ``"2025-01-31"`` for a date);
 a value that does not fit is an argument error naming the placeholder.
+
+Failures keep their kind (:mod:`sleuth.agent.tools.base`): no free connection within
+``acquire_timeout_seconds`` is :class:`ToolBusy`; credentials or grants the database refuses, and
+a connection URI that cannot be used, are :class:`ToolMisconfigured`; a database that cannot be
+reached is :class:`ToolUnavailable`; what PostgreSQL says about the query itself is an argument
+error. Messages name no host, port or socket path (those go to the log). A caller that is
+cancelled (its timeout, its client gone) cancels the statement on the server: asyncpg sends
+PostgreSQL a cancel request, and the connection goes back to the pool.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -22,11 +31,35 @@ from typing import Any
 
 import asyncpg
 
-from sleuth.agent.tools.base import ToolArgumentError, ToolError, ToolUnavailable
+from sleuth.agent.tools.base import (
+    ToolArgumentError,
+    ToolBusy,
+    ToolError,
+    ToolMisconfigured,
+    ToolUnavailable,
+)
 from sleuth.agent.tools.sql.guard import CheckedQuery
 from sleuth.agent.tools.sql.values import JsonValue, to_json
 
+log = logging.getLogger("sleuth.tools.sql")
+
 _INT_TYPES = {"int2", "int4", "int8", "oid"}
+# SQLSTATEs that mean the tool's configuration is wrong, not the query: invalid authorization
+# (28xxx: a wrong password, an unknown role), unknown database, missing grants on an allowlisted
+# table.
+_MISCONFIGURED = (
+    asyncpg.InvalidAuthorizationSpecificationError,
+    asyncpg.InvalidCatalogNameError,
+    asyncpg.InsufficientPrivilegeError,
+)
+_UNREACHABLE = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.TooManyConnectionsError,
+    asyncpg.AdminShutdownError,
+    OSError,
+)
 _FLOAT_TYPES = {"float4", "float8"}
 
 
@@ -37,6 +70,7 @@ class SqlLimits:
     max_rows: int = 100
     statement_timeout_seconds: float = 5.0
     lock_timeout_seconds: float = 1.0
+    acquire_timeout_seconds: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -94,6 +128,22 @@ def _coerce(value: object, type_name: str, index: int) -> object:
     return value
 
 
+async def _acquire(pool: asyncpg.Pool, timeout_s: float) -> asyncpg.Connection:
+    """A connection within ``timeout_s``, or :class:`ToolBusy` when all of them are taken."""
+    try:
+        conn: asyncpg.Connection = await pool.acquire(timeout=timeout_s)
+    except TimeoutError:
+        if pool.get_size() >= pool.get_max_size() and pool.get_idle_size() == 0:
+            raise ToolBusy(
+                f"the sql_query tool is busy: all {pool.get_max_size()} database connections are "
+                f"in use and none was free within {timeout_s:g} s (sqlQuery.poolSize, "
+                "sqlQuery.acquireTimeoutSeconds); try again shortly",
+                tool="sql_query",
+            ) from None
+        raise
+    return conn
+
+
 def _unique(names: list[str]) -> tuple[str, ...]:
     """Column names made unique (``id``, ``id_2``) so rows can be objects."""
     seen: dict[str, int] = {}
@@ -114,7 +164,8 @@ async def run_readonly(
     timeout_ms = max(1, int(limits.statement_timeout_seconds * 1000))
     lock_ms = max(1, int(limits.lock_timeout_seconds * 1000))
     try:
-        async with pool.acquire(timeout=limits.statement_timeout_seconds) as conn:
+        conn = await _acquire(pool, limits.acquire_timeout_seconds)
+        try:
             tx = conn.transaction(isolation="repeatable_read", readonly=True)
             await tx.start()
             try:
@@ -132,7 +183,10 @@ async def run_readonly(
                 cursor = await stmt.cursor(*args)
                 records = await cursor.fetch(limits.max_rows + 1)
             finally:
-                await tx.rollback()
+                if not conn.is_closed():
+                    await tx.rollback()
+        finally:
+            await pool.release(conn)
     except ToolError:
         raise
     except asyncpg.QueryCanceledError:
@@ -141,8 +195,26 @@ async def run_readonly(
             "(statement_timeout); simplify it or filter more",
             tool="sql_query",
         ) from None
-    except (TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, OSError) as err:
-        raise ToolUnavailable(f"the database is unavailable: {err}", tool="sql_query") from None
+    except _MISCONFIGURED as err:
+        log.warning("sql_query: the database refused the tool's role: %s", err)
+        raise ToolMisconfigured(
+            "the sql_query tool is unavailable: the database refused its credentials or grants "
+            f"({type(err).__name__}); an operator must fix the tool's configuration",
+            tool="sql_query",
+        ) from None
+    except (ValueError, asyncpg.ClientConfigurationError) as err:  # a URI asyncpg cannot use
+        log.warning("sql_query: the connection URI cannot be used: %s", type(err).__name__)
+        raise ToolMisconfigured(
+            "the sql_query tool is unavailable: its connection URI cannot be used; an operator "
+            "must fix SLEUTH_SQL_CONNECTION_URI",
+            tool="sql_query",
+        ) from None
+    except (TimeoutError, *_UNREACHABLE) as err:
+        log.warning("sql_query: database unreachable: %r", err)
+        raise ToolUnavailable(
+            f"the database is unreachable ({type(err).__name__}); try again later",
+            tool="sql_query",
+        ) from None
     except asyncpg.PostgresError as err:
         raise ToolArgumentError(
             f"the database refused the query: {err}", tool="sql_query"

@@ -124,12 +124,14 @@ class VectorSearchTool:
         except CollectionProblem as err:
             raise ToolUnavailable(str(err), tool=self._spec.name) from None
         except (ValueError, KeyError) as err:
+            log.warning("vector_search: the store refused the search: %s", err)
             raise ToolError(
-                f"vector store refused the search: {err}", tool=self._spec.name
+                f"the vector store refused the search ({type(err).__name__})", tool=self._spec.name
             ) from None
         except Exception as err:  # connection errors of the HTTP/gRPC client
+            log.warning("vector_search: vector store unavailable: %r", err)
             raise ToolUnavailable(
-                f"vector store unavailable: {err}", tool=self._spec.name
+                f"the vector store is unavailable ({type(err).__name__})", tool=self._spec.name
             ) from None
         return _output(found)
 
@@ -141,8 +143,9 @@ class VectorSearchTool:
             await self._retriever.layout()
         except CollectionProblem as err:
             return str(err)
-        except Exception as err:
-            return f"vector store unavailable: {err}"
+        except Exception as err:  # the text may name the store's address: logged only
+            log.warning("vector_search: vector store unavailable: %r", err)
+            return f"vector store unavailable ({type(err).__name__})"
         return None
 
     async def ready(self) -> bool:
