@@ -130,9 +130,7 @@ def test_a_stampede_runs_each_call_once(
 
     def calls(samples: dict[Any, float]) -> float:
         return sum(
-            v
-            for (name, labels), v in samples.items()
-            if name == "sleuth_tool_service_calls_total"
+            v for (name, labels), v in samples.items() if name == "sleuth_tool_service_calls_total"
         )
 
     assert calls(after) - calls(before) == 1  # the agent sent one call, not 64
