@@ -146,6 +146,38 @@ def test_an_exhausted_pool_is_busy_not_a_timeout(postgres: Postgres, tmp_path: P
         service.stop()
 
 
+def test_calls_beyond_the_execution_limit_are_refused_at_once(
+    postgres: Postgres, tmp_path: Path
+) -> None:
+    binding = {**sql_binding(poolSize=2, statementTimeoutSeconds=300), "maxConcurrentCalls": 1}
+    env = {"SLEUTH_SQL_CONNECTION_URI": postgres.reader_dsn}
+    service = ServiceProcess(binding, tmp_path, env).wait_healthy()
+    marker = 2_000_000_201
+    holder = _open_call(service, _slow(marker))
+    try:
+        eventually(lambda: _active(postgres.owner_dsn, marker) == 1, 30, "the slow statement")
+        error = _error(_call(service, TRIVIAL), 503)
+        assert error["kind"] == "busy"
+        assert "maxConcurrentCalls" in error["message"]
+        joined = _open_call(service, _slow(marker))  # the same call joins the running one
+        try:
+            eventually(
+                lambda: 'outcome="busy"' in httpx.get(f"{service.url}/metrics").text,
+                30,
+                "busy counted",
+            )
+            assert _active(postgres.owner_dsn, marker) == 1
+        finally:
+            joined.close()
+    finally:
+        holder.close()
+    try:
+        eventually(lambda: _active(postgres.owner_dsn, marker) == 0, 30, "both callers gone")
+        assert _call(service, TRIVIAL).status_code == 200
+    finally:
+        service.stop()
+
+
 # --- 5. single flight in the tool service -----------------------------------------------------
 
 

@@ -38,14 +38,24 @@ class SingleFlight(Generic[T]):
     def in_flight(self, key: Hashable) -> bool:
         return key in self._flights
 
-    async def run(self, key: Hashable, call: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
-        """``(result, shared)``: ``shared`` is True when another caller's execution answered."""
+    async def run(
+        self,
+        key: Hashable,
+        call: Callable[[], Awaitable[T]],
+        on_done: Callable[[], None] | None = None,
+    ) -> tuple[T, bool]:
+        """``(result, shared)``: ``shared`` is True when another caller's execution answered.
+
+        ``on_done`` is called once when an execution this call started ends, however it ends
+        (even cancelled before it began)."""
         flight = self._flights.get(key)
         shared = flight is not None
         if flight is None:
             flight = _Flight(asyncio.ensure_future(call()))
             self._flights[key] = flight
             flight.task.add_done_callback(lambda _: self._forget(key, flight))
+            if on_done is not None:
+                flight.task.add_done_callback(lambda _: on_done())
         flight.waiters += 1
         try:
             result = await asyncio.shield(flight.task)

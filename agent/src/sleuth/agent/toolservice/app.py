@@ -23,6 +23,7 @@ caller still waits for the same execution.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -116,27 +117,30 @@ class ToolService:
             )
         key = (name, canonical_arguments(arguments))
 
-        async def execute() -> ToolOutput:
-            self.executing += 1
+        def finished() -> None:
+            self.executing -= 1
             self.metrics.executing.set(self.executing)
-            try:
-                return await tool.call(arguments)
-            finally:
-                self.executing -= 1
-                self.metrics.executing.set(self.executing)
 
         started = time.perf_counter()
         try:
-            if not self.flights.in_flight(key) and self.executing >= self.max_concurrent_calls:
-                raise ToolBusy(
-                    f"the {name} tool is busy: {self.executing} calls are running, the limit of "
-                    f"this service (maxConcurrentCalls); try again shortly",
-                    tool=name,
-                )
-            output, shared = await self.flights.run(key, execute)
+            on_done = None
+            if not self.flights.in_flight(key):  # a new execution: it needs a slot
+                if self.executing >= self.max_concurrent_calls:
+                    raise ToolBusy(
+                        f"the {name} tool is busy: {self.executing} calls are running, the "
+                        "limit of this service (maxConcurrentCalls); try again shortly",
+                        tool=name,
+                    )
+                self.executing += 1
+                self.metrics.executing.set(self.executing)
+                on_done = finished
+            output, shared = await self.flights.run(key, lambda: tool.call(arguments), on_done)
         except ToolError as err:
             self.metrics.calls.labels(name, transport, error_kind(err)).inc()
             return error_to_json(err, name)
+        except asyncio.CancelledError:  # the caller went away (its timeout): nobody to answer
+            self.metrics.calls.labels(name, transport, "cancelled").inc()
+            raise
         except Exception:  # a bug or an unexpected backend failure: logged, never a raw 500
             log.exception("%s: the call failed unexpectedly", name)
             self.metrics.calls.labels(name, transport, "error").inc()
