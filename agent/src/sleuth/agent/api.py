@@ -27,6 +27,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
+from starlette.types import Scope
 
 from sleuth.agent.errors import RequestRejected
 from sleuth.agent.http_errors import error_body, http_exception, overloaded
@@ -39,6 +40,7 @@ from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.names import EVAL_HEADER
 
 log = logging.getLogger("sleuth.agent")
+LOOP_PATHS = frozenset({"/v1/query", "/v1/chat/completions"})  # the routes that run the loop
 
 
 class QueryMessage(BaseModel):
@@ -159,6 +161,13 @@ def create_app(
         if (service := current()) is not None:
             service.metrics.disconnects.labels(service.name).inc()
 
+    def shed(scope: Scope) -> str | None:
+        service = current()
+        if service is None or scope["path"] not in LOOP_PATHS or not service.full():
+            return None
+        service.rejected(429)
+        return str(Overloaded(service.config.max_concurrent_requests))
+
     app = FastAPI(title="sleuth agent", lifespan=lifespan)
     app.add_exception_handler(HTTPException, http_exception)
     app.add_exception_handler(Exception, _internal_error)
@@ -167,6 +176,7 @@ def create_app(
         limits=HttpLimits.of(config.limits),
         on_reject=on_reject,
         on_disconnect=on_disconnect,
+        shed=shed,
     )
     app.include_router(query_router)
     app.include_router(openai_router)

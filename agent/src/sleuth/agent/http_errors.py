@@ -59,12 +59,18 @@ def overloaded(message: str, retry_after_s: int) -> JSONResponse:
 
 
 async def send_error(
-    send: Send, status: int, message: str, kind: str, *, close: bool = False
+    send: Send,
+    status: int,
+    message: str,
+    kind: str,
+    *,
+    close: bool = False,
+    headers: dict[str, str] | None = None,
 ) -> None:
     """An error response written straight to an ASGI ``send`` (for middleware, before any app
     ran); ``close`` asks the server to close the connection afterwards (the rest of an oversized
     or trickling body is never read)."""
-    headers = {"Connection": "close"} if close else None
+    headers = {**(headers or {}), **({"Connection": "close"} if close else {})}
     response = error_body(status, message, kind, headers=headers)
     await send({"type": "http.response.start", "status": status, "headers": response.raw_headers})
     await send({"type": "http.response.body", "body": response.body, "more_body": False})

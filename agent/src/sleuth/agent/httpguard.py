@@ -9,7 +9,10 @@ when the client goes away.
    the limit is ever held in memory, and the app never buffers an oversized body.
 2. **Time.** The whole body must arrive within ``body_read_timeout_s``, else 408. (The headers'
    own deadline is the HTTP server's: :mod:`sleuth.agent.httpserver`.)
-3. **Disconnects.** Once the body is read the app runs as a task, and the guard watches the
+3. **Shedding.** ``shed(scope)`` may refuse a request at once (the agent at
+   ``maxConcurrentRequests``): 429 with ``Retry-After``, before its body is read or parsed, the
+   cheapest answer the service can give.
+4. **Disconnects.** Once the body is read the app runs as a task, and the guard watches the
    connection: a client that goes away before its response is complete cancels that task, so
    the agent's loop, a tool call, a SQL statement stop — and release what they held (an
    admission slot, a database connection) — instead of running for nobody.
@@ -93,15 +96,21 @@ class RequestGuard:
         limits: HttpLimits,
         on_reject: Callable[[str], None] | None = None,
         on_disconnect: Callable[[], None] | None = None,
+        shed: Callable[[Scope], str | None] | None = None,
     ) -> None:
         self.app = app
         self.limits = limits
         self.on_reject = on_reject or (lambda _: None)
         self.on_disconnect = on_disconnect or (lambda: None)
+        self.shed = shed or (lambda _: None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        refusal = self.shed(scope)
+        if refusal is not None:  # at capacity: 429 before the body is read or parsed
+            await send_error(send, 429, refusal, "overloaded", headers={"Retry-After": "1"})
             return
         limit = self.limits.max_body_bytes
         declared = _declared_length(scope)

@@ -97,9 +97,13 @@ class AgentService:
         await self.online_eval.aclose()
         await self.model.aclose()
 
+    def full(self) -> bool:
+        """True at ``maxConcurrentRequests``: a new request would be refused."""
+        return self.in_flight >= self.config.max_concurrent_requests
+
     def admit(self) -> None:
         """Count a request in, or raise :class:`Overloaded` at the limit. Pair with release()."""
-        if self.in_flight >= self.config.max_concurrent_requests:
+        if self.full():
             self.metrics.rejected_requests.labels(self.name, "overloaded").inc()
             raise Overloaded(self.config.max_concurrent_requests)
         self.in_flight += 1
