@@ -140,7 +140,11 @@ async def _acquire(pool: asyncpg.Pool, timeout_s: float) -> asyncpg.Connection:
                 "sqlQuery.acquireTimeoutSeconds); try again shortly",
                 tool="sql_query",
             ) from None
-        raise
+        raise ToolUnavailable(
+            f"the database did not accept a connection within {timeout_s:g} s "
+            "(sqlQuery.acquireTimeoutSeconds); try again later",
+            tool="sql_query",
+        ) from None
     return conn
 
 
