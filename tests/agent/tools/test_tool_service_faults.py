@@ -178,6 +178,33 @@ def test_calls_beyond_the_execution_limit_are_refused_at_once(
         service.stop()
 
 
+def test_a_refused_query_never_reaches_postgresql(
+    slow_sql: ServiceProcess, postgres: Postgres
+) -> None:
+    assert _call(slow_sql, TRIVIAL).status_code == 200  # a pooled connection exists
+    attacks = [
+        "DROP TABLE contracts /* attack-1 */",
+        "SELECT * FROM payroll /* attack-2 */",
+        "SELECT 1; DELETE FROM contracts /* attack-3 */",
+    ]
+    for attack in attacks:
+        assert _error(_call(slow_sql, {"query": attack}), 422)["kind"] == "argument"
+
+    async def seen() -> list[str]:
+        conn = await asyncpg.connect(postgres.owner_dsn)
+        try:
+            rows = await conn.fetch(
+                "SELECT query FROM pg_stat_activity WHERE usename = 'sleuth_reader'"
+            )
+            return [str(r["query"]) for r in rows]
+        finally:
+            await conn.close()
+
+    queries = asyncio.run(seen())  # each connection's last statement
+    assert queries, "the reader's pooled connection is visible"
+    assert not [q for q in queries if "attack-" in q]
+
+
 # --- 5. single flight in the tool service -----------------------------------------------------
 
 
