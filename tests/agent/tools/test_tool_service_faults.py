@@ -266,6 +266,19 @@ def password_role(postgres: Postgres) -> str:
     if rule not in lines:
         Path(hba).write_text(rule + lines, encoding="utf-8")
     asyncio.run(reload())
+
+    def refused() -> bool:  # the reload is asynchronous: wait until the rule holds
+        async def attempt() -> bool:
+            try:
+                conn = await asyncpg.connect(_dsn_for(postgres, "sleuth_pw", "wrong-pw-probe"))
+            except asyncpg.InvalidPasswordError:
+                return True
+            await conn.close()
+            return False
+
+        return asyncio.run(attempt())
+
+    eventually(refused, 30, "the password rule in pg_hba.conf in force", interval=0.2)
     return "sleuth_pw"
 
 
