@@ -21,6 +21,7 @@ import asyncpg
 import httpx
 import pytest
 
+from sleuth.agent.sample.contracts import load_postgres
 from sleuth.agent.tools.base import ToolUnavailable
 from sleuth.agent.tools.remote import RemoteTool, Transport
 from sleuth.core.process import free_port
@@ -236,53 +237,39 @@ def test_identical_concurrent_calls_share_one_execution(slow_sql: ServiceProcess
 
 
 @pytest.fixture(scope="module")
-def password_role(postgres: Postgres) -> str:
-    """A role that must give its password (scram), on the test server's socket."""
+def password_server(
+    postgres: Postgres, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Postgres]:
+    """A PostgreSQL of its own whose role ``sleuth_pw`` must give its password (scram).
 
-    async def setup(sql: str) -> str:
-        conn = await asyncpg.connect(postgres.owner_dsn)
+    pg_hba.conf is edited while the server is stopped and read when it starts again: a
+    reload is not enough here (the server runs as pgserver's own user, which cannot always
+    reopen its files under pytest's private temporary folders)."""
+    import pgserver
+
+    data = tmp_path_factory.mktemp("pgdata-password")
+
+    async def setup(owner: str) -> str:
+        conn = await asyncpg.connect(owner)
         try:
-            await conn.execute(sql)
+            await load_postgres(conn)
+            await conn.execute(
+                "CREATE ROLE sleuth_pw LOGIN PASSWORD 'right-pw'; "
+                "GRANT SELECT ON contracts TO sleuth_pw"
+            )
             return str(await conn.fetchval("SHOW hba_file"))
         finally:
             await conn.close()
 
-    async def reload() -> None:
-        conn = await asyncpg.connect(postgres.owner_dsn)
-        try:
-            await conn.execute("SELECT pg_reload_conf()")
-        finally:
-            await conn.close()
-
-    hba = asyncio.run(
-        setup(
-            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'sleuth_pw') "
-            "THEN CREATE ROLE sleuth_pw LOGIN PASSWORD 'right-pw'; END IF; END $$; "
-            "GRANT SELECT ON contracts TO sleuth_pw"
-        )
-    )
-    lines = Path(hba).read_text(encoding="utf-8")
-    rule = "local all sleuth_pw scram-sha-256\n"
-    if rule not in lines:
-        Path(hba).write_text(rule + lines, encoding="utf-8")
-    asyncio.run(reload())
-
-    def refused() -> bool:  # the reload is asynchronous: wait until the rule holds
-        async def attempt() -> bool:
-            try:
-                conn = await asyncpg.connect(_dsn_for(postgres, "sleuth_pw", "wrong-pw-probe"))
-            except asyncpg.InvalidPasswordError:
-                return True
-            await conn.close()
-            return False
-
-        return asyncio.run(attempt())
-
-    eventually(refused, 30, "the password rule in pg_hba.conf in force", interval=0.2)
-    return "sleuth_pw"
+    with pgserver.get_server(data, cleanup_mode="stop") as server:
+        hba = Path(asyncio.run(setup(server.get_uri())))
+    hba.write_text("local all sleuth_pw scram-sha-256\n" + hba.read_text(encoding="utf-8"))
+    with pgserver.get_server(data, cleanup_mode="delete") as server:
+        owner = server.get_uri()
+        yield Postgres(owner_dsn=owner, reader_dsn=owner)
 
 
-def _dsn_for(postgres: Postgres, user: str, password: str) -> str:
+def _dsn_for(postgres: Postgres, password: str, user: str = "sleuth_pw") -> str:
     scheme, rest = postgres.owner_dsn.split("://", 1)
     _, tail = rest.split("@", 1)
     return f"{scheme}://{user}:{password}@{tail}"
@@ -290,11 +277,11 @@ def _dsn_for(postgres: Postgres, user: str, password: str) -> str:
 
 @pytest.mark.parametrize("case", ["password", "database"])
 def test_refused_credentials_are_a_configuration_error(
-    postgres: Postgres, password_role: str, tmp_path: Path, case: str
+    password_server: Postgres, tmp_path: Path, case: str
 ) -> None:
-    dsn = _dsn_for(postgres, password_role, "wrong-pw-7f3a")
+    dsn = _dsn_for(password_server, "wrong-pw-7f3a")
     if case == "database":
-        dsn = _dsn_for(postgres, password_role, "right-pw").replace("/postgres?", "/nowhere?")
+        dsn = _dsn_for(password_server, "right-pw").replace("/postgres?", "/nowhere?")
     service = ServiceProcess(sql_binding(), tmp_path, {"SLEUTH_SQL_CONNECTION_URI": dsn})
     service.wait_healthy()
     try:
@@ -308,7 +295,7 @@ def test_refused_credentials_are_a_configuration_error(
     log = service.log.read_text()
     assert "wrong-pw-7f3a" not in log
     assert "right-pw" not in log
-    right = _dsn_for(postgres, password_role, "right-pw")
+    right = _dsn_for(password_server, "right-pw")
     service = ServiceProcess(sql_binding(), tmp_path, {"SLEUTH_SQL_CONNECTION_URI": right})
     service.wait_healthy()
     try:  # the same role with its password works: the error was the credentials
