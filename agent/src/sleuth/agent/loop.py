@@ -92,7 +92,10 @@ class Agent:
         messages = [{"role": "system", "content": self.settings.system_prompt}]
         messages.extend(history or [])
         messages.append({"role": "user", "content": question})
-        run = _Run(messages=messages, trace=Trace(question=question, model=self.model.name))
+        trace = Trace(
+            question=question, model=self.model.name, tool_calling=self.model.tool_calling
+        )
+        run = _Run(messages=messages, trace=trace)
         try:
             async with asyncio.timeout(self.settings.request_timeout_s):
                 await self._drive(run)

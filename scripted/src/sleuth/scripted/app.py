@@ -33,6 +33,7 @@ from sleuth.scripted.scenario import (
     assistant_count,
     prompt_tokens,
 )
+from sleuth.scripted.structured import SchemaRefusal, structured
 
 Responder = Callable[[dict[str, Any]], ScriptedResponse | None]
 
@@ -244,6 +245,10 @@ def create_app(state: ScriptState) -> Starlette:
         if scripted.status >= 400:
             await _sleep_until(arrived + scripted.delay_ms / 1000)
             return _error(scripted.status, scripted.error_message)
+        try:
+            scripted = structured(body, scripted)
+        except SchemaRefusal as exc:
+            return _error(400, str(exc), "response_format")
         completion = _Completion(body, scripted, str(body.get("model") or scenario.model))
         profile = scenario.latency
         first_at = arrived + (scripted.delay_ms + profile.ttft_ms(completion.prompt_tokens)) / 1000

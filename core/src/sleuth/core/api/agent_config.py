@@ -14,6 +14,7 @@ Example (every field but ``model`` and ``tools`` has a default)::
       endpoint: http://vllm-llama:8000/v1      # OpenAI-compatible base URL (ends in /v1)
       servedModelName: meta-llama/Llama-3.1-70B-Instruct
       timeoutSeconds: 30
+      toolCalling: native                       # or "guided": a JSON Schema forces the format
     planner:
       mode: llm                                 # or "router": deterministic, no LLM
       fallbackToRouter: true                    # degrade to the router when the model is down
@@ -54,7 +55,10 @@ from sleuth.core.api.fields import (
     MAX_ITERATIONS,
     BoundToolType,
     CacheTtlSeconds,
+    GUIDED_FORMAT_DESCRIPTION,
+    TOOL_CALLING_DESCRIPTION,
     EmbeddingsSource,
+    GuidedFormat,
     MaxConcurrentRequests,
     MaxIterations,
     ModelCallTimeoutSeconds,
@@ -66,6 +70,7 @@ from sleuth.core.api.fields import (
     ScoringQueueSize,
     SystemPrompt,
     ToolDescription,
+    ToolCalling,
     ToolName,
     ToolTimeoutSeconds,
 )
@@ -113,6 +118,10 @@ class ModelEndpointConfig(_Model):
         description="Name of an environment variable holding the API key, if the server needs "
         "one (the key itself never appears in this file).",
     )
+    tool_calling: ToolCalling = Field(default="native", description=TOOL_CALLING_DESCRIPTION)
+    guided_format: GuidedFormat = Field(
+        default="json_schema", description=GUIDED_FORMAT_DESCRIPTION
+    )
 
 
 class PlannerConfig(_Model):
@@ -120,7 +129,8 @@ class PlannerConfig(_Model):
 
     mode: Literal["llm", "router"] = Field(
         default="llm",
-        description="`llm`: native function calling against the model endpoint. `router`: a "
+        description="`llm`: function calling (model.toolCalling) against the model endpoint. "
+        "`router`: a "
         "deterministic keyword router with no LLM (answers say so).",
     )
     fallback_to_router: bool = Field(

@@ -164,6 +164,8 @@ def agent_config(
             served_model_name=spec.model.effective_served_name,
             timeout_seconds=min(agent.request_timeout_seconds, 600),
             api_key_env=MODEL_API_KEY_ENV if spec.model.api_key_secret_ref else None,
+            tool_calling=spec.model.tool_calling or "native",
+            guided_format=spec.model.guided_format or "json_schema",
         ),
         tools=tools,
         max_iterations=agent.max_iterations,
