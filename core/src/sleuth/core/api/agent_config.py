@@ -52,11 +52,11 @@ from pydantic import AliasChoices, AnyHttpUrl, BaseModel, ConfigDict, Field, mod
 from pydantic.alias_generators import to_camel
 
 from sleuth.core.api.fields import (
+    GUIDED_FORMAT_DESCRIPTION,
     MAX_ITERATIONS,
+    TOOL_CALLING_DESCRIPTION,
     BoundToolType,
     CacheTtlSeconds,
-    GUIDED_FORMAT_DESCRIPTION,
-    TOOL_CALLING_DESCRIPTION,
     EmbeddingsSource,
     GuidedFormat,
     MaxConcurrentRequests,
@@ -69,8 +69,8 @@ from sleuth.core.api.fields import (
     ScoringConcurrency,
     ScoringQueueSize,
     SystemPrompt,
-    ToolDescription,
     ToolCalling,
+    ToolDescription,
     ToolName,
     ToolTimeoutSeconds,
 )

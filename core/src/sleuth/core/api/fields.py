@@ -88,8 +88,8 @@ __all__ = [
     "ScoringConcurrency",
     "ScoringQueueSize",
     "SystemPrompt",
+    "ToolCalling",
     "ToolDescription",
     "ToolName",
-    "ToolCalling",
     "ToolTimeoutSeconds",
 ]
