@@ -168,7 +168,7 @@ def turn_index(messages: list[dict[str, Any]]) -> int:
 def parse_reply(text: str | None, turn: int) -> tuple[str | None, list[tuple[str, str, str]]]:
     """``(answer, calls)`` from a guided reply; calls are ``(id, name, arguments_text)``.
 
-    Raises :class:`GuidedReplyError` when the text is not one of the two forms. A call of a tool
+    Raises :class:`GuidedReplyError` when the text is not one of the three forms. A call of a tool
     that was not offered is kept (the loop tells the model it is unknown), as on the native path.
     """
     raw = (text or "").strip()
@@ -182,11 +182,16 @@ def parse_reply(text: str | None, turn: int) -> tuple[str | None, list[tuple[str
         raise GuidedReplyError(f"guided reply is not a JSON object: {raw[:200]!r}", text=raw)
     if set(data) == {"answer"} and isinstance(data["answer"], str):
         return data["answer"], []
-    calls = [data] if set(data) == {"name", "arguments"} else data.get("tool_calls")
-    if set(data) != {"tool_calls"} or not isinstance(calls, list) or not calls:
+    if set(data) == {"name", "arguments"}:
+        calls: Any = [data]
+    elif set(data) == {"tool_calls"}:
+        calls = data["tool_calls"]
+    else:
+        calls = None
+    if not isinstance(calls, list) or not calls:
         raise GuidedReplyError(
-            'guided reply is neither {"answer": text} nor {"tool_calls": [...]}: '
-            f"{raw[:200]!r}",
+            'guided reply is none of {"answer": text}, {"name": tool, "arguments": {...}} and '
+            f'{{"tool_calls": [...]}}: {raw[:200]!r}',
             text=raw,
         )
     out = []
