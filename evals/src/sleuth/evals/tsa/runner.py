@@ -128,7 +128,8 @@ async def run_with_chat_model(
     retryable is tried again up to ``retries`` times first."""
     by_name = {s.name: s for s in specs}
     tools = [s.to_openai() for s in specs]
-    run = TsaRun(results=[], extra={"model": model.name, "tool_calling": model.tool_calling})
+    calling = getattr(model, "tool_calling", None)  # a model written before the attribute
+    run = TsaRun(results=[], extra={"model": model.name, "tool_calling": calling})
     sem = asyncio.Semaphore(max(1, concurrency))
     bar = Progress(len(cases), "tsa", enabled=progress)
 
