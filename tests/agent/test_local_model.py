@@ -29,13 +29,7 @@ from sleuth.evals.tsa.cases import load_cases, shipped_cases_path
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-CASES = [
-    "seed-contracts-eu-2025",
-    "seed-returns-policy",
-    "seed-copper-price",
-    "vec-penalty-provider-a",
-    "seed-contracts-eu-parallel",
-]
+CASES = ["seed-contracts-eu-2025", "seed-returns-policy", "vec-penalty-provider-a"]
 CANNED = {
     "sql_query": {"rows": [{"num_contracts": 47, "total_eur": 8300000}]},
     "vector_search": {"results": [{"id": "c1", "text": "Clause 8.3: late-delivery penalty 2%."}]},
@@ -81,7 +75,7 @@ async def test_real_guided_tool_calls_reach_the_tools(local_url: str) -> None:
         tool_calling="guided",
         guided_format="json_object",
     )
-    agent = Agent(model, runner, LoopSettings(max_iterations=2, request_timeout_s=600))
+    agent = Agent(model, runner, LoopSettings(max_iterations=1, request_timeout_s=600))
     by_id = {c.id: c for c in load_cases(shipped_cases_path())}
     traces = []
     try:

