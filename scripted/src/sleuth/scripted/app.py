@@ -6,7 +6,8 @@ or the Cohere/Jina form when the body has ``documents``), ``POST /v1/rerank`` an
 ``POST /v2/rerank`` (the Cohere/Jina form vLLM serves), ``GET /health``, and control routes for
 tests run against a server in another process: ``GET /_scripted/requests`` (every chat request
 received, in order; ``?kind=rerank`` for the rerank requests), ``DELETE /_scripted/requests``
-(forget them) and ``PUT /_scripted/scenario`` (replace the scenario).
+(forget them) and ``PUT /_scripted/scenario`` (replace the scenario). Chat requests with a
+JSON Schema go through :mod:`sleuth.scripted.structured`.
 """
 
 from __future__ import annotations
