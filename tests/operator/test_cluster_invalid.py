@@ -80,6 +80,12 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "spec.model.gpu.count must be a multiple",
     ),
     ("unknown-family", _agent(name="google/gemma-2-27b-it"), "spec.model.toolCallParser"),
+    (
+        "guided-format-without-guided",
+        _agent(guidedFormat="json_object"),
+        "spec.model.guidedFormat is used only with toolCalling: guided",
+    ),
+    ("unknown-tool-calling", _agent(toolCalling="grammar"), "spec.model.toolCalling"),
     ("too-many-gpus", _agent(gpu={"count": 16}), "spec.model.gpu.count"),
     ("unknown-quantization", _agent(quantization="int3"), "spec.model.quantization"),
     ("unknown-parser", _agent(toolCallParser="xml"), "spec.model.toolCallParser"),
@@ -335,3 +341,15 @@ def test_a_clashing_tool_name_is_refused_with_the_field_named(
         != 0
     )
     assert _ready(kube, namespace, "toolbinding", "contracts-sql")["status"] == "True"
+
+
+def test_guided_tool_calling_serves_an_unknown_family(
+    kube: Any, namespace: str, crds: None
+) -> None:
+    """The apiserver's CEL agrees with the spec model: guided calls need no parser."""
+    doc = _agent(name="google/gemma-2-27b-it", toolCalling="guided")
+    doc["metadata"] = {"name": "guided"}
+    proc = kube.kubectl(
+        "apply", "--dry-run=server", "-n", namespace, "-f", "-", input=yaml.safe_dump(doc)
+    )
+    assert proc.returncode == 0, proc.stderr

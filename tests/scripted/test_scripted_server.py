@@ -185,3 +185,58 @@ def test_yaml_scenario_file_in_camel_case(tmp_path: Path) -> None:
     assert scenario.turns[0].tool_calls[0].arguments == {"query": "SELECT 1"}
     assert scenario.rules[0].match.last_message_contains == "ping"
     assert scenario.latency.ttft_ms(8000) == pytest.approx(220)
+
+
+def _guided_body(schema: dict[str, object]) -> dict[str, object]:
+    return {
+        "model": "m",
+        "messages": [{"role": "user", "content": "q"}],
+        "response_format": {"type": "json_object", "schema": schema},
+    }
+
+
+def test_a_schema_that_is_not_json_schema_is_refused() -> None:
+    body = _guided_body({"type": "objekt"})
+    with ScriptedServer(Scenario(turns=[ScriptedResponse(content="{}")])) as server:
+        r = httpx.post(f"{server.url}/chat/completions", json=body, timeout=10)
+    assert r.status_code == 400
+    assert "not a valid JSON Schema" in r.json()["error"]["message"]
+    assert r.json()["error"]["param"] == "response_format"
+
+
+def test_a_guided_request_gets_its_turn_in_guided_form_checked_against_the_schema() -> None:
+    from sleuth.core.guided import reply_schema
+
+    tools = [
+        {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+        for n in ("sql_query", "vector_search")
+    ]
+    call = ScriptedToolCall(name="sql_query", arguments={"query": "SELECT 1"})
+    rule = Rule(
+        match=Match(tool_offered="vector_search"), response=ScriptedResponse(tool_calls=[call])
+    )
+    with ScriptedServer(Scenario(rules=[rule])) as server:
+        url = f"{server.url}/chat/completions"
+        r = httpx.post(url, json=_guided_body(reply_schema(tools)), timeout=10)
+        # A schema without that tool: no constrained server could write the call, so 400 says why.
+        refused = httpx.post(url, json=_guided_body(reply_schema(tools[1:])), timeout=10)
+    assert r.status_code == 200, r.text
+    message = r.json()["choices"][0]["message"]
+    assert "tool_calls" not in message  # a constrained server writes text
+    assert json.loads(message["content"]) == {
+        "name": "sql_query",
+        "arguments": {"query": "SELECT 1"},
+    }
+    assert refused.status_code == 400
+    assert "refuses the scripted reply" in refused.json()["error"]["message"]
+
+
+def test_a_raw_turn_goes_out_verbatim_to_a_guided_request() -> None:
+    from sleuth.core.guided import reply_schema
+
+    raw = ScriptedResponse(content='{"answer": "cu', raw=True)
+    with ScriptedServer(Scenario(turns=[raw])) as server:
+        body = _guided_body(reply_schema([]))
+        r = httpx.post(f"{server.url}/chat/completions", json=body, timeout=10)
+    assert r.status_code == 200
+    assert r.json()["choices"][0]["message"]["content"] == '{"answer": "cu'

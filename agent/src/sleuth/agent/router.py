@@ -30,6 +30,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
 from sleuth.agent.tools.vector.sparse import terms
+from sleuth.core.guided import ToolCalling
 from sleuth.core.llm import ModelTurn, ToolCallRequest
 
 ROUTER_NAME: Final = "router (deterministic planner, no LLM)"
@@ -460,6 +461,7 @@ class RouterModel:
     """
 
     name = ROUTER_NAME
+    tool_calling: ToolCalling | None = None  # plans with rules: no model, no tool-call format
 
     async def complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]

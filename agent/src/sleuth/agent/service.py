@@ -22,6 +22,7 @@ from sleuth.agent.registry import bind_tools
 from sleuth.agent.router import RouterModel
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.core.api.agent_config import AgentConfig
+from sleuth.core.guided import DEFAULT_MAX_CALLS
 from sleuth.core.llm import OpenAIChatModel
 
 
@@ -55,6 +56,9 @@ class AgentService:
             temperature=config.model.temperature,
             max_tokens=config.model.max_tokens,
             api_key=api_key,
+            tool_calling=config.model.tool_calling,
+            guided_format=config.model.guided_format,
+            max_calls=DEFAULT_MAX_CALLS if config.parallel_tool_calls else 1,
         )
         self.runner = runner = ToolRunner(
             tools if tools is not None else bind_tools(config),

@@ -96,6 +96,11 @@ class Trace(_Record):
 
     question: str
     model: str
+    tool_calling: Literal["native", "guided"] | None = Field(
+        default=None,
+        description="How the model's tool calls were obtained: native (the server's tool_calls) "
+        "or guided (a JSON Schema the reply had to follow); null for the router.",
+    )
     steps: list[Step] = Field(default_factory=list)
     iterations: int = Field(default=0, description="Tool rounds run.")
     stop_reason: StopReason = "answered"

@@ -12,6 +12,7 @@ whether trying again may help is said one way everywhere: the ``retryable`` attr
     │   ├── ModelUnavailable        retryable: connection refused, timeout, 429 or 5xx
     │   │   └── ModelTimeout        no answer within the client's timeout
     │   └── ModelResponseError      permanent: 4xx or a body that is not the OpenAI format
+    │       └── GuidedReplyError    a guided reply that is not the schema's JSON (core.guided)
     ├── KubeError                   a Kubernetes API call failed (sleuth.core.kube)
     │   ├── KubeRetryable           retryable: unreachable, throttled, 5xx, timeout
     │   │   ├── KubeConflict        another writer won a race (409 on a non-apply write)

@@ -13,6 +13,11 @@ the direct judge and the golden-set generator. ``complete(messages, [])`` is a p
 ``timeout_s``, the whole call) and other :class:`~sleuth.core.errors.ModelUnavailable`
 (unreachable, 429, 5xx) are retryable; :class:`~sleuth.core.errors.ModelResponseError` (4xx, a
 body that is not a chat completion) is not. Retrying is the caller's decision.
+
+``tool_calling="guided"`` (:mod:`sleuth.core.guided`) adds a JSON Schema the reply must follow,
+through the server's structured-output field, and parses the reply back into the same
+:class:`ModelTurn`; a reply that does not parse raises
+:class:`~sleuth.core.guided.GuidedReplyError` (a :class:`ModelResponseError`).
 """
 
 from __future__ import annotations
@@ -20,12 +25,14 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import aiohttp
 
+from sleuth.core import guided
 from sleuth.core.errors import ModelResponseError, ModelTimeout, ModelUnavailable
+from sleuth.core.guided import GuidedFormat, ToolCalling
 
 log = logging.getLogger("sleuth.llm")
 
@@ -67,9 +74,12 @@ class ModelTurn:
 
 
 class ChatModel(Protocol):
-    """What the loop asks of a model."""
+    """What the loop asks of a model. ``tool_calling`` says how its tool calls are obtained
+    (``native`` tool_calls or ``guided`` by a JSON Schema); None for a planner without a model
+    (the router)."""
 
     name: str
+    tool_calling: ToolCalling | None
 
     async def complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
@@ -87,6 +97,11 @@ class OpenAIChatModel:
     """Chat completions over HTTP (aiohttp: about a third of httpx's CPU per streamed call).
 
     The session is created on first use inside the running event loop; ``aclose`` ends it.
+    ``tool_calling``: ``native`` (``tools`` and ``tool_choice`` in the request, the server's
+    ``tool_calls`` in the reply) or ``guided`` (the same plus the schema of
+    :mod:`sleuth.core.guided`, carried as ``guided_format`` says, at most ``max_calls`` calls per
+    reply; the reply's text is parsed; ``tool_choice`` is then ``none``, which vLLM accepts
+    without a tool-call parser).
     """
 
     def __init__(
@@ -102,8 +117,16 @@ class OpenAIChatModel:
         max_connections: int = 512,
         tool_choice: str | dict[str, Any] = "auto",
         response_format: dict[str, Any] | None = None,
+        tool_calling: ToolCalling = "native",
+        guided_format: GuidedFormat = "json_schema",
+        max_calls: int = guided.DEFAULT_MAX_CALLS,
     ) -> None:
+        if tool_calling == "guided" and response_format is not None:
+            raise ValueError("response_format and tool_calling=guided are exclusive")
         self.name = model
+        self.tool_calling: ToolCalling | None = tool_calling
+        self._guided_format = guided_format
+        self._max_calls = max_calls
         self.base_url = base_url.rstrip("/")
         self._url = self.base_url + "/chat/completions"
         self._timeout_s = timeout_s
@@ -142,9 +165,17 @@ class OpenAIChatModel:
         body: dict[str, Any] = {"model": self.name, "messages": messages, **self._params}
         if tools:
             body["tools"] = tools
-            body["tool_choice"] = self._tool_choice
-        if self._response_format is not None:
+            # Guided: the schema decides; "none" keeps a server from parsing or forcing calls
+            # (and is what vLLM accepts without a tool-call parser).
+            body["tool_choice"] = "none" if self.tool_calling == "guided" else self._tool_choice
+        if self.tool_calling == "guided":
+            schema = guided.reply_schema(tools, self._max_calls)
+            body["response_format"] = guided.response_format(schema, self._guided_format)
+        elif self._response_format is not None:
             body["response_format"] = self._response_format
+        return self._finish_body(body)
+
+    def _finish_body(self, body: dict[str, Any]) -> dict[str, Any]:
         if self._stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -165,13 +196,36 @@ class OpenAIChatModel:
                 if response.status != 200:
                     await _raise_for_status(response)
                 if self._stream:
-                    return await _read_stream(response, started)
-                return _parse_body(await response.read())
+                    turn = await _read_stream(response, started)
+                else:
+                    turn = _parse_body(await response.read())
         except TimeoutError as exc:
             raise ModelTimeout(f"model call timed out after {self._timeout_s:g} s") from exc
         except aiohttp.ClientError as exc:  # the text names the server's address: logged only
             log.warning("model server unreachable: %r", exc)
             raise ModelUnavailable(f"model server unreachable ({type(exc).__name__})") from exc
+        if self.tool_calling == "guided":
+            return _guided_turn(turn, guided.turn_index(messages))
+        return turn
+
+
+def _guided_turn(turn: ModelTurn, index: int) -> ModelTurn:
+    """The native-shaped turn of a guided reply (its text parsed into an answer or calls)."""
+    if turn.tool_calls:
+        raise ModelResponseError("guided request answered with native tool_calls")
+    if turn.finish_reason == "length":
+        raise guided.GuidedReplyError(
+            "guided reply cut at max_tokens before its JSON was complete; raise max tokens",
+            text=turn.content or "",
+        )
+    answer, calls = guided.parse_reply(turn.content, index)
+    return replace(
+        turn,
+        content=answer,
+        tool_calls=tuple(ToolCallRequest(i, n, a) for i, n, a in calls),
+        finish_reason="tool_calls" if calls else turn.finish_reason,
+        extra={**turn.extra, "guided_text": turn.content or ""},
+    )
 
 
 async def _raise_for_status(response: aiohttp.ClientResponse) -> None:

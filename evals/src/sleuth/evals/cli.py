@@ -134,7 +134,29 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="score the agent's deterministic router (its no-LLM, degraded mode) instead",
     )
+    src.add_argument(
+        "--local-model",
+        choices=["0.5b", "1.5b"],
+        help="serve a small real model on loopback (sleuth local-model; the sleuth[local-model] "
+        "or [local-model-small] extra) and score it; guided format json_object",
+    )
     tsa.add_argument("--model", default="default")
+    tsa.add_argument(
+        "--tool-calling",
+        choices=["native", "guided"],
+        default="native",
+        help="native: tools + the server's tool_calls; guided: a JSON Schema forces the reply "
+        "(sleuth.core.guided)",
+    )
+    tsa.add_argument(
+        "--guided-format",
+        choices=["json_schema", "json_object"],
+        default="json_schema",
+        help="with --tool-calling guided: the response_format form carrying the schema",
+    )
+    tsa.add_argument(
+        "--max-tokens", type=int, default=512, help="completion tokens per case (default 512)"
+    )
     tsa.add_argument(
         "--agent-client",
         action="store_true",

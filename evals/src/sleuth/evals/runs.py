@@ -201,17 +201,27 @@ def run_tsa(args: argparse.Namespace) -> int:
             else DEFAULT_SYSTEM_PROMPT
         )
         cfg = EndpointConfig(
-            base_url=args.endpoint,
+            base_url=args.endpoint or "",
             model=args.model,
             api_key=args.api_key,
             timeout_s=args.timeout,
             concurrency=args.concurrency,
             system_prompt=prompt,
+            max_tokens=args.max_tokens,
+            tool_calling=args.tool_calling,
+            guided_format=args.guided_format,
         )
-        run = asyncio.run(
-            run_cases(cases, list(specs.values()), cfg, progress=not args.no_progress)
-        )
-        run.extra = {"endpoint": args.endpoint, "model": args.model}
+        if args.local_model:
+            run = _tsa_local(args.local_model, cases, list(specs.values()), cfg, args)
+        else:
+            run = asyncio.run(
+                run_cases(cases, list(specs.values()), cfg, progress=not args.no_progress)
+            )
+        run.extra = {
+            "endpoint": cfg.base_url,
+            "model": args.local_model or args.model,
+            "tool_calling": args.tool_calling,
+        }
     labels = RunLabels(
         args.agent,
         args.dataset or Path(path).stem,
@@ -220,6 +230,24 @@ def run_tsa(args: argparse.Namespace) -> int:
         shard=args.shard or "",
     )
     return emit(tsa_document(run, labels, thresholds, args.max_failed_rows), args)
+
+
+def _tsa_local(key: str, cases: Any, specs: Any, cfg: Any, args: argparse.Namespace) -> Any:
+    """TSA against a local model served for this run (one request at a time: a CPU)."""
+    import sys
+    from dataclasses import replace
+
+    from sleuth.core.localmodel import SERVED_NAME, LocalModelServer
+    from sleuth.evals.tsa.runner import run_cases
+
+    def log(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    with LocalModelServer(key, log=log) as server:
+        local = replace(
+            cfg, base_url=server.url, model=SERVED_NAME, concurrency=1, guided_format="json_object"
+        )
+        return asyncio.run(run_cases(cases, specs, local, progress=not args.no_progress))
 
 
 async def _tsa_with_agent_client(args: argparse.Namespace, cases: Any, specs: Any) -> Any:
@@ -232,7 +260,14 @@ async def _tsa_with_agent_client(args: argparse.Namespace, cases: Any, specs: An
         if args.system_prompt_file
         else DEFAULT_SYSTEM_PROMPT
     )
-    model = OpenAIChatModel(args.endpoint, args.model, timeout_s=args.timeout, api_key=args.api_key)
+    model = OpenAIChatModel(
+        args.endpoint,
+        args.model,
+        timeout_s=args.timeout,
+        api_key=args.api_key,
+        tool_calling=args.tool_calling,
+        guided_format=args.guided_format,
+    )
     try:
         run = await run_with_chat_model(
             cases,

@@ -197,6 +197,7 @@ class LimitedModel:
     def __init__(self, inner: OpenAIChatModel, limit: EndpointLimit, meter: UsageMeter) -> None:
         self.inner = inner
         self.name = inner.name
+        self.tool_calling = inner.tool_calling
         self.limit = limit
         self.meter = meter
 

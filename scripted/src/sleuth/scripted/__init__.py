@@ -34,6 +34,11 @@ Python use::
         ...
         server.requests()                            # chat request bodies received, in order
 
+A request carrying a JSON Schema (``response_format``) gets its turn the way a constrained server
+writes it, checked against that schema (:mod:`sleuth.scripted.structured`): guided tool calls as
+text, and a 400 naming the schema's complaint when the schema is invalid or refuses the turn;
+``ScriptedResponse(raw=True)`` sends content verbatim (a reply cut short).
+
 ``ScriptedProcess(scenario)`` has the same API but runs the server as a child process (for
 benchmarks). ``ScriptedServer(scenario, responder=fn)`` calls ``fn(request_body)`` first; a
 returned :class:`ScriptedResponse` answers, ``None`` falls through to rules and turns.

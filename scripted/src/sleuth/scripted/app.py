@@ -6,7 +6,8 @@ or the Cohere/Jina form when the body has ``documents``), ``POST /v1/rerank`` an
 ``POST /v2/rerank`` (the Cohere/Jina form vLLM serves), ``GET /health``, and control routes for
 tests run against a server in another process: ``GET /_scripted/requests`` (every chat request
 received, in order; ``?kind=rerank`` for the rerank requests), ``DELETE /_scripted/requests``
-(forget them) and ``PUT /_scripted/scenario`` (replace the scenario).
+(forget them) and ``PUT /_scripted/scenario`` (replace the scenario). Chat requests with a
+JSON Schema go through :mod:`sleuth.scripted.structured`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from sleuth.scripted.scenario import (
     assistant_count,
     prompt_tokens,
 )
+from sleuth.scripted.structured import SchemaRefusal, structured
 
 Responder = Callable[[dict[str, Any]], ScriptedResponse | None]
 
@@ -244,6 +246,10 @@ def create_app(state: ScriptState) -> Starlette:
         if scripted.status >= 400:
             await _sleep_until(arrived + scripted.delay_ms / 1000)
             return _error(scripted.status, scripted.error_message)
+        try:
+            scripted = structured(body, scripted)
+        except SchemaRefusal as exc:
+            return _error(400, str(exc), "response_format")
         completion = _Completion(body, scripted, str(body.get("model") or scenario.model))
         profile = scenario.latency
         first_at = arrived + (scripted.delay_ms + profile.ttft_ms(completion.prompt_tokens)) / 1000

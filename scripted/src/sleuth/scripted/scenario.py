@@ -31,6 +31,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from sleuth.core import guided
+
 
 class _Data(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
@@ -69,6 +71,11 @@ class ScriptedResponse(_Data):
     finish_reason: str | None = Field(
         default=None, description="Defaults to tool_calls when there are calls, else stop."
     )
+    raw: bool = Field(
+        default=False,
+        description="To a request with a JSON Schema: send content verbatim, unchecked (a reply "
+        "a server cut short); otherwise turns are written in the guided form and checked.",
+    )
 
     def estimated_completion_tokens(self) -> int:
         if self.completion_tokens is not None:
@@ -97,7 +104,9 @@ class Match(_Data):
         default=None, description="True: only requests with response_format json_object/schema."
     )
     tool_offered: str | None = Field(
-        default=None, description="Name of a tool that must be in the request's tools."
+        default=None,
+        description="Name of a tool that must be offered: in the request's tools, or in the "
+        "schema of a guided request.",
     )
     position: int | None = Field(
         default=None, ge=0, description="Number of assistant messages already in the request."
@@ -127,6 +136,9 @@ class Match(_Data):
             return False
         if self.tool_offered is not None:
             names = {t.get("function", {}).get("name") for t in request.get("tools") or []}
+            schema = guided.schema_of_request(request)
+            if schema is not None:  # a guided request offers its tools in the schema
+                names.update(guided.schema_tool_names(schema))
             if self.tool_offered not in names:
                 return False
         return True

@@ -14,6 +14,7 @@ Example (every field but ``model`` and ``tools`` has a default)::
       endpoint: http://vllm-llama:8000/v1      # OpenAI-compatible base URL (ends in /v1)
       servedModelName: meta-llama/Llama-3.1-70B-Instruct
       timeoutSeconds: 30
+      toolCalling: native                       # or "guided": a JSON Schema forces the format
     planner:
       mode: llm                                 # or "router": deterministic, no LLM
       fallbackToRouter: true                    # degrade to the router when the model is down
@@ -51,10 +52,13 @@ from pydantic import AliasChoices, AnyHttpUrl, BaseModel, ConfigDict, Field, mod
 from pydantic.alias_generators import to_camel
 
 from sleuth.core.api.fields import (
+    GUIDED_FORMAT_DESCRIPTION,
     MAX_ITERATIONS,
+    TOOL_CALLING_DESCRIPTION,
     BoundToolType,
     CacheTtlSeconds,
     EmbeddingsSource,
+    GuidedFormat,
     KeepAliveTimeoutSeconds,
     MaxBodyBytes,
     MaxConcurrentRequests,
@@ -73,6 +77,7 @@ from sleuth.core.api.fields import (
     ScoringConcurrency,
     ScoringQueueSize,
     SystemPrompt,
+    ToolCalling,
     ToolDescription,
     ToolName,
     ToolTimeoutSeconds,
@@ -127,6 +132,10 @@ class ModelEndpointConfig(_Model):
         "estimated (UTF-8 bytes / 4) above maxModelLen - maxTokens is refused with 413 before "
         "the model is called.",
     )
+    tool_calling: ToolCalling = Field(default="native", description=TOOL_CALLING_DESCRIPTION)
+    guided_format: GuidedFormat = Field(
+        default="json_schema", description=GUIDED_FORMAT_DESCRIPTION
+    )
 
 
 class PlannerConfig(_Model):
@@ -134,7 +143,8 @@ class PlannerConfig(_Model):
 
     mode: Literal["llm", "router"] = Field(
         default="llm",
-        description="`llm`: native function calling against the model endpoint. `router`: a "
+        description="`llm`: function calling (model.toolCalling) against the model endpoint. "
+        "`router`: a "
         "deterministic keyword router with no LLM (answers say so).",
     )
     fallback_to_router: bool = Field(

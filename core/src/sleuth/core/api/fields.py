@@ -17,6 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from sleuth.core.guided import GuidedFormat, ToolCalling
+
 # Time limits, in whole seconds.
 RequestTimeoutSeconds = Annotated[int, Field(ge=1, le=3600)]
 """One whole agent request, all its model turns and tool calls included."""
@@ -73,11 +75,27 @@ ScoreWindow = Annotated[int, Field(ge=1, le=10000)]
 """Scored samples averaged into an exported score."""
 EmbeddingsSource = Literal["judge", "local", "endpoint"]
 
+# How tool calls are obtained from the model (sleuth.core.guided owns both names).
+TOOL_CALLING_DESCRIPTION = (
+    "How the model's tool calls are obtained: `native` sends `tools` and reads the server's "
+    "`tool_calls` (vLLM needs a --tool-call-parser for the model); `guided` forces each reply "
+    "into a JSON Schema (one branch per tool with its own argument schema, parallel calls, and "
+    "a final answer) through the server's structured output, for models or servers without a "
+    "tool-call parser (llama.cpp with Qwen2.5, for instance)."
+)
+GUIDED_FORMAT_DESCRIPTION = (
+    "With toolCalling guided, the request field carrying the schema: `json_schema` is "
+    "response_format {type: json_schema, json_schema: {name, schema}} (vLLM, llama.cpp's "
+    "llama-server, OpenAI); `json_object` is response_format {type: json_object, schema} "
+    "(llama-cpp-python's server, llama-server)."
+)
+
 __all__ = [
     "MAX_ITERATIONS",
     "BoundToolType",
     "CacheTtlSeconds",
     "EmbeddingsSource",
+    "GuidedFormat",
     "KeepAliveTimeoutSeconds",
     "MaxBodyBytes",
     "MaxConcurrentRequests",
@@ -96,6 +114,7 @@ __all__ = [
     "ScoringConcurrency",
     "ScoringQueueSize",
     "SystemPrompt",
+    "ToolCalling",
     "ToolDescription",
     "ToolName",
     "ToolTimeoutSeconds",

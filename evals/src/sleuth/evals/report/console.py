@@ -18,6 +18,16 @@ def print_summary(doc: Mapping[str, Any]) -> None:
         for tool, t in doc["summary"]["per_tool"].items():
             shown = "n/a" if t["tsa"] is None else f"{t['tsa']:.4f}"
             print(f"  per tool {tool:19s} {shown} ({t['tool_correct']}/{t['cases']})")
+        for stratum, t in doc["summary"].get("per_stratum", {}).items():
+            shown = "n/a" if t["tsa"] is None else f"{t['tsa']:.4f}"
+            print(f"  per stratum {stratum:16s} {shown} ({t['tool_correct']}/{t['cases']})")
+        s = doc["summary"]
+        seconds = s.get("seconds_per_case")
+        print(
+            f"  malformed replies {s.get('malformed_replies', 0)}, calls written as text "
+            f"{s.get('text_calls', 0)}, seconds per case "
+            + ("n/a" if seconds is None else f"{seconds:.2f}")
+        )
     for f in doc["failures"][:20]:
         if doc["kind"] == "tsa":
             print(f"  failed: case {f['id']}: {f['error']}")

@@ -203,6 +203,11 @@ def _section(doc: Mapping[str, Any]) -> str:
         out.append(
             bars_svg([(t, v["tsa"], s["threshold"], None) for t, v in s["per_tool"].items()])
         )
+        if s.get("per_stratum"):
+            out.append("<h3>Per stratum</h3>")
+            out.append(
+                bars_svg([(k, v["tsa"], s["threshold"], None) for k, v in s["per_stratum"].items()])
+            )
         out.append("<h3>Confusion matrix</h3>")
         out.append(confusion_svg(s["confusion"]))
         wrong = [c for c in doc["cases"] if not c["passed"]]

@@ -96,6 +96,15 @@ def build_registry(docs: Iterable[Mapping[str, Any]]) -> CollectorRegistry:
             for tool, t in d["summary"]["per_tool"].items():
                 if t["tsa"] is not None:
                     by_tool.labels(**base, tool=tool).set(t["tsa"])
+            by_stratum = gauge(
+                "agent_tool_selection_accuracy_by_stratum",
+                "Tool selection accuracy over the cases of one stratum (single, sequential, "
+                "parallel, none, adversarial).",
+                ("stratum",),
+            )
+            for stratum, t in d["summary"].get("per_stratum", {}).items():
+                if t["tsa"] is not None:
+                    by_stratum.labels(**base, stratum=stratum).set(t["tsa"])
             arg = d["metrics"]["argument_accuracy"]["value"]
             if arg is not None:
                 gauge(

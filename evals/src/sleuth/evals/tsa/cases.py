@@ -7,7 +7,7 @@ Schema (see docs/evals.md)::
      "expected": [{"name": "sql_query",
                    "arguments": {"query": [{"$contains": ["count", "orders"]}],
                                  "params": ["", {"$any": true}]}}],
-     "split": "dev", "source": "seed", "note": "..."}
+     "split": "dev", "stratum": "single", "source": "seed", "note": "..."}
 
 ``expected`` lists the calls the model should make in its first decision step (several = parallel
 calls, matched in any order); an empty list means *no tool* (an irrelevance case). Each argument
@@ -15,6 +15,12 @@ maps to a list of acceptable values, as in the Berkeley Function Calling Leaderb
 JSON value (compared after normalisation), ``""`` meaning the argument may be left out, or a
 matcher object — ``{"$any": true}``, ``{"$contains": [...]}`` (every substring, case-folded),
 ``{"$regex": "..."}`` (Python ``re.search``, case-insensitive, dot matches newlines).
+
+``stratum`` (:data:`Stratum`) says what kind of decision the case tests, and results are reported
+per stratum: ``single`` (one tool), ``sequential`` (two tools where the second needs the first's
+result, so the first step is the first tool alone), ``parallel`` (independent calls in one
+step), ``none`` (no tool), ``adversarial`` (false premises, injection attempts: the expected
+calls are the safe ones). Omitted, it is derived from ``expected``: none, single or parallel.
 """
 
 from __future__ import annotations
@@ -22,11 +28,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sleuth.core.jsonl import load_jsonl
 
 NONE_LABEL = "none"
+Stratum = Literal["single", "sequential", "parallel", "none", "adversarial"]
+STRATA: tuple[Stratum, ...] = ("single", "sequential", "parallel", "none", "adversarial")
+# How many expected calls each stratum allows (adversarial: any).
+_STRATUM_CALLS: dict[str, tuple[int, int]] = {
+    "single": (1, 1),
+    "sequential": (1, 1),
+    "parallel": (2, 64),
+    "none": (0, 0),
+}
 MATCHER_KEYS = frozenset({"$any", "$contains", "$regex"})
 
 
@@ -60,8 +75,25 @@ class TsaCase(BaseModel):
     query: str = Field(min_length=1)
     expected: list[ExpectedCall]
     split: Literal["dev", "test"]
+    stratum: Stratum | None = None
     source: str = "own"
     note: str = ""
+
+    @model_validator(mode="after")
+    def _stratum(self) -> TsaCase:
+        n = len(self.expected)
+        if self.stratum is None:
+            self.stratum = "none" if n == 0 else "single" if n == 1 else "parallel"
+        low, high = _STRATUM_CALLS.get(self.stratum, (0, 64))
+        if not low <= n <= high:
+            raise ValueError(
+                f"stratum {self.stratum!r} expects {low}-{high} calls in 'expected', got {n}"
+            )
+        return self
+
+    @property
+    def stratum_label(self) -> str:
+        return self.stratum or "single"
 
     @property
     def expected_label(self) -> str:

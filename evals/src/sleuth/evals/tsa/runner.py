@@ -1,21 +1,33 @@
 """Running TSA cases against any OpenAI-compatible chat completions endpoint.
 
 Each case sends the query with the tool specs (``tool_choice: auto``, temperature 0) through the
-one model client (:mod:`sleuth.core.llm`) and scores the tool calls of the reply. Our own
-concurrency limit, a timeout per request and one retry on retryable failures (connection errors,
-timeouts, HTTP 429/5xx: the client's ``ModelUnavailable``); a case that still fails is an error
-result naming the error, counted in the summary.
+one model client (:mod:`sleuth.core.llm`) and scores the tool calls of the reply; with
+``tool_calling="guided"`` the client forces the reply into the guided JSON Schema instead
+(:mod:`sleuth.core.guided`). Our own concurrency limit, a timeout per request and one retry on
+retryable failures (connection errors, timeouts, HTTP 429/5xx: the client's
+``ModelUnavailable``); a case that still fails is an error result naming the error, counted in
+the summary.
+
+Besides the scores, each result says whether the reply was **malformed** (a guided reply that
+is not the schema's JSON, or native call arguments that are not a JSON object), whether it was a
+**call written as text** (a native reply without ``tool_calls`` whose text names an offered tool
+the way a call does — what models without a tool-call parser do) and the seconds it took. A
+guided reply cut at ``max_tokens`` after it began ``{"answer":`` is a no-tool decision, scored as
+such; one cut inside its tool calls is malformed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.agent.prompts import DEFAULT_SYSTEM_PROMPT
 from sleuth.core.errors import SleuthError
+from sleuth.core.guided import GuidedFormat, GuidedReplyError, ToolCalling
 from sleuth.core.llm import ChatModel, ModelTurn, OpenAIChatModel
 from sleuth.core.tools import ToolSpec
 from sleuth.evals.progress import Progress
@@ -32,6 +44,8 @@ class EndpointConfig:
     concurrency: int = 4
     max_tokens: int = 512
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    tool_calling: ToolCalling = "native"
+    guided_format: GuidedFormat = "json_schema"
 
 
 @dataclass
@@ -41,6 +55,21 @@ class TsaRun:
     completion_tokens: int = 0
     requests: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+ANSWER_START = re.compile(r'\s*\{\s*"answer"\s*:')
+"""A guided reply that began as an answer: scored as no tool even when max_tokens cut it."""
+
+
+def written_call(text: str | None, tools: Sequence[str]) -> bool:
+    """Whether a text reply holds a tool call written as text (``"name": "<tool>"`` or a Hermes
+    ``<tool_call>`` block) rather than sent as ``tool_calls``."""
+    if not text:
+        return False
+    if "<tool_call>" in text:
+        return True
+    names = "|".join(re.escape(t) for t in tools)
+    return bool(names) and re.search(rf'"name"\s*:\s*"({names})"', text) is not None
 
 
 def endpoint_model(cfg: EndpointConfig) -> OpenAIChatModel:
@@ -55,6 +84,8 @@ def endpoint_model(cfg: EndpointConfig) -> OpenAIChatModel:
         api_key=cfg.api_key,
         max_connections=max(1, cfg.concurrency),
         tool_choice="auto",
+        tool_calling=cfg.tool_calling,
+        guided_format=cfg.guided_format,
     )
 
 
@@ -97,7 +128,8 @@ async def run_with_chat_model(
     retryable is tried again up to ``retries`` times first."""
     by_name = {s.name: s for s in specs}
     tools = [s.to_openai() for s in specs]
-    run = TsaRun(results=[], extra={"model": model.name})
+    calling = getattr(model, "tool_calling", None)  # a model written before the attribute
+    run = TsaRun(results=[], extra={"model": model.name, "tool_calling": calling})
     sem = asyncio.Semaphore(max(1, concurrency))
     bar = Progress(len(cases), "tsa", enabled=progress)
 
@@ -119,11 +151,24 @@ async def run_with_chat_model(
             {"role": "system", "content": system_prompt},
             {"role": "user", "content": case.query},
         ]
+        started = time.perf_counter()
         try:
             turn = await ask(messages)
+        except GuidedReplyError as exc:
+            if not ANSWER_START.match(exc.text):
+                bar.advance(failed=True)
+                failed = error_result(case, f"{type(exc).__name__}: {exc}")
+                failed.seconds = time.perf_counter() - started
+                failed.malformed = True
+                return failed
+            # An answer cut at max_tokens: the decision (no tool) was made by its first key.
+            turn = ModelTurn(content=exc.text, finish_reason="length")
         except Exception as exc:  # any model failure is this case's error, reported
             bar.advance(failed=True)
-            return error_result(case, f"{type(exc).__name__}: {exc}")
+            failed = error_result(case, f"{type(exc).__name__}: {exc}")
+            failed.seconds = time.perf_counter() - started
+            return failed
+        seconds = time.perf_counter() - started
         run.prompt_tokens += turn.prompt_tokens
         run.completion_tokens += turn.completion_tokens
         calls = [
@@ -131,6 +176,9 @@ async def run_with_chat_model(
             for c in turn.tool_calls
         ]
         result = score_case(case, calls, by_name)
+        result.seconds = seconds
+        result.malformed = any(c.arguments is None for c in calls)
+        result.text_call = not calls and written_call(turn.content, list(by_name))
         bar.advance(failed=not result.passed)
         return result
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.core.tools import ToolSpec
-from sleuth.evals.tsa.cases import NONE_LABEL, ExpectedCall, TsaCase, label_for
+from sleuth.evals.tsa.cases import NONE_LABEL, STRATA, ExpectedCall, TsaCase, label_for
 from sleuth.evals.tsa.matching import check_arguments
 
 ERROR_LABEL = "error"
@@ -60,6 +60,10 @@ class CaseResult:
     reasons: list[str] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    stratum: str = "single"
+    seconds: float | None = None
+    malformed: bool = False
+    text_call: bool = False
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CaseResult:
@@ -75,6 +79,10 @@ class CaseResult:
             reasons=list(d["reasons"]),
             calls=list(d["calls"]),
             error=d["error"],
+            stratum=d.get("stratum", "single"),
+            seconds=d.get("seconds"),
+            malformed=bool(d.get("malformed", False)),
+            text_call=bool(d.get("text_call", False)),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -89,6 +97,10 @@ class CaseResult:
             "reasons": self.reasons,
             "calls": self.calls,
             "error": self.error,
+            "stratum": self.stratum,
+            "seconds": self.seconds,
+            "malformed": self.malformed,
+            "text_call": self.text_call,
         }
 
 
@@ -139,14 +151,43 @@ def score_case(
         else:
             reasons.append(f"expected {case.expected_label}, got {predicted}")
         return CaseResult(
-            case.id, case.split, case.expected_label, predicted, False, None, False, reasons, shown
+            case.id,
+            case.split,
+            case.expected_label,
+            predicted,
+            False,
+            None,
+            False,
+            reasons,
+            shown,
+            stratum=case.stratum_label,
         )
     if not case.expected:
-        return CaseResult(case.id, case.split, NONE_LABEL, predicted, True, None, True, [], shown)
+        return CaseResult(
+            case.id,
+            case.split,
+            NONE_LABEL,
+            predicted,
+            True,
+            None,
+            True,
+            [],
+            shown,
+            stratum=case.stratum_label,
+        )
     reasons = _pair_reasons(calls, case.expected, specs)
     ok = not reasons
     return CaseResult(
-        case.id, case.split, case.expected_label, predicted, True, ok, ok, reasons, shown
+        case.id,
+        case.split,
+        case.expected_label,
+        predicted,
+        True,
+        ok,
+        ok,
+        reasons,
+        shown,
+        stratum=case.stratum_label,
     )
 
 
@@ -163,6 +204,7 @@ def error_result(case: TsaCase, message: str) -> CaseResult:
         [message],
         [],
         error=message,
+        stratum=case.stratum_label,
     )
 
 
@@ -182,9 +224,13 @@ class TsaSummary:
     argument_accuracy: float | None
     full_accuracy: float | None
     per_tool: dict[str, dict[str, Any]]
+    per_stratum: dict[str, dict[str, Any]]
     confusion: dict[str, dict[str, int]]
     threshold: float
     below_threshold: bool
+    malformed_replies: int = 0
+    text_calls: int = 0
+    seconds_per_case: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -206,11 +252,23 @@ def summarise(results: list[CaseResult], threshold: float = SEED_THRESHOLD) -> T
             "tool_correct": correct,
             "tsa": _ratio(correct, len(rows)),
         }
+    per_stratum: dict[str, dict[str, Any]] = {}
+    for stratum in [s for s in STRATA if any(r.stratum == s for r in results)]:
+        rows = [r for r in results if r.stratum == stratum]
+        correct = sum(r.tool_correct for r in rows)
+        per_stratum[stratum] = {
+            "cases": len(rows),
+            "tool_correct": correct,
+            "tsa": _ratio(correct, len(rows)),
+            "passed": sum(r.passed for r in rows),
+            "full_accuracy": _ratio(sum(r.passed for r in rows), len(rows)),
+        }
     confusion: dict[str, dict[str, int]] = {}
     for r in results:
         row = confusion.setdefault(r.expected_label, {})
         row[r.predicted_label] = row.get(r.predicted_label, 0) + 1
     tsa = _ratio(tool_ok, n)
+    timed = [r.seconds for r in results if r.seconds is not None]
     return TsaSummary(
         cases=n,
         errors=sum(r.error is not None for r in results),
@@ -220,7 +278,11 @@ def summarise(results: list[CaseResult], threshold: float = SEED_THRESHOLD) -> T
         argument_accuracy=_ratio(sum(bool(r.args_correct) for r in arg_scored), len(arg_scored)),
         full_accuracy=_ratio(sum(r.passed for r in results), n),
         per_tool=per_tool,
+        per_stratum=per_stratum,
         confusion=confusion,
         threshold=threshold,
         below_threshold=tsa is None or tsa < threshold,
+        malformed_replies=sum(r.malformed for r in results),
+        text_calls=sum(r.text_call for r in results),
+        seconds_per_case=sum(timed) / len(timed) if timed else None,
     )

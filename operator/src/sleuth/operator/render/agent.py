@@ -167,6 +167,8 @@ def agent_config(
             api_key_env=MODEL_API_KEY_ENV if spec.model.api_key_secret_ref else None,
             # Known when the operator serves the model; an endpoint's own length is not.
             max_model_len=spec.model.effective_max_model_len if spec.model.serves else None,
+            tool_calling=spec.model.tool_calling or "native",
+            guided_format=spec.model.guided_format or "json_schema",
         ),
         tools=tools,
         max_iterations=agent.max_iterations,

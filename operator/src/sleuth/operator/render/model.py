@@ -52,11 +52,9 @@ def vllm_args(spec: ModelSpec, settings: RenderSettings) -> list[str]:
     if spec.quantization is not None:
         args += ["--quantization", spec.quantization]
     parser = spec.effective_parser
-    assert parser is not None, "the spec model guarantees a tool-call parser"
+    if parser is not None:  # none only with guided tool calling (the spec model checks)
+        args += ["--enable-auto-tool-choice", "--tool-call-parser", parser]
     args += [
-        "--enable-auto-tool-choice",
-        "--tool-call-parser",
-        parser,
         "--host",
         "0.0.0.0",
         "--port",

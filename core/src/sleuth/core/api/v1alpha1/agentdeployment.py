@@ -13,13 +13,17 @@ from typing import Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from sleuth.core.api.fields import (
+    GUIDED_FORMAT_DESCRIPTION,
+    TOOL_CALLING_DESCRIPTION,
     CacheTtlSeconds,
+    GuidedFormat,
     MaxConcurrentRequests,
     MaxIterations,
     MaxModelLen,
     ModelName,
     RequestTimeoutSeconds,
     SystemPrompt,
+    ToolCalling,
 )
 from sleuth.core.api.v1alpha1.common import Condition, Resources, SecretKeyRef, SpecModel
 from sleuth.core.api.v1alpha1.contexts import (
@@ -160,7 +164,12 @@ class ModelSpec(SpecModel):
                     "message": "spec.model.toolCallParser is required: the family of "
                     "spec.model.name is not one sleuth knows ("
                     + ", ".join(f.label for f in FAMILIES)
-                    + ")",
+                    + "); or set toolCalling: guided",
+                },
+                {
+                    "rule": "!has(self.guidedFormat) || (has(self.toolCalling) && "
+                    "self.toolCalling == 'guided')",
+                    "message": "spec.model.guidedFormat is used only with toolCalling: guided",
                 },
                 parser_rule(),
                 context_rule(),
@@ -179,6 +188,12 @@ class ModelSpec(SpecModel):
     api_key_secret_ref: SecretKeyRef | None = Field(
         default=None,
         description="Secret key holding the API key of the endpoint, if it needs one.",
+    )
+    tool_calling: ToolCalling | None = Field(
+        default=None, description=TOOL_CALLING_DESCRIPTION + " Default native."
+    )
+    guided_format: GuidedFormat | None = Field(
+        default=None, description=GUIDED_FORMAT_DESCRIPTION + " Default json_schema."
     )
     name: str | None = Field(
         default=None,
@@ -261,6 +276,7 @@ class ModelSpec(SpecModel):
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
         # The same rules as the CRD's CEL, for objects that reach the operator another way.
+        self._check_guided()
         if (self.endpoint is None) == (self.name is None):
             raise ValueError("spec.model: set exactly one of endpoint and name")
         if self.endpoint is not None:
@@ -275,9 +291,10 @@ class ModelSpec(SpecModel):
             raise ValueError(
                 "spec.model.gpu.count must be a multiple of spec.model.tensorParallelSize"
             )
-        if self.effective_parser is None:
+        if self.effective_parser is None and self.tool_calling != "guided":
             raise ValueError(
-                "spec.model.toolCallParser is required: the family of spec.model.name is unknown"
+                "spec.model.toolCallParser is required: the family of spec.model.name is "
+                "unknown (or set spec.model.toolCalling: guided)"
             )
         assert self.name is not None  # serving
         problems = [
@@ -290,6 +307,10 @@ class ModelSpec(SpecModel):
             if problem:
                 raise ValueError(problem)
         return self
+
+    def _check_guided(self) -> None:
+        if self.guided_format is not None and self.tool_calling != "guided":
+            raise ValueError("spec.model.guidedFormat is used only with toolCalling: guided")
 
     # Effective values, with the operator-side defaults applied.
     @property

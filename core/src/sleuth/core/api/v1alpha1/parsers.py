@@ -117,9 +117,13 @@ def _re2(pattern: str) -> str:
 
 
 def family_rule() -> str:
-    """CEL: a model of no known family must name its parser."""
+    """CEL: a model of no known family must name its parser, unless its calls are guided."""
     families = "|".join(f.pattern for f in FAMILIES)
-    return f"!has(self.name) || has(self.toolCallParser) || self.name.matches('{_re2(families)}')"
+    return (
+        "!has(self.name) || has(self.toolCallParser) || "
+        "(has(self.toolCalling) && self.toolCalling == 'guided') || "
+        f"self.name.matches('{_re2(families)}')"
+    )
 
 
 def _chain(leaf: list[str], fallback: str) -> str:
