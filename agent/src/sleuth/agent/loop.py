@@ -3,12 +3,18 @@
 ::
 
     ASK_MODEL ──text──────────────▶ ANSWERED
-        │ tool calls
+        │ tool calls                 ▲
+        │ ── all already answered ─▶ SYNTHESIZE (asked once more, without tools)
         ▼
     RUN_TOOLS ──rounds < limit──▶ ASK_MODEL
         │ rounds == limit and the model still wants tools
         ▼
     LIMIT (honest "not enough evidence" answer with what was found)
+
+A turn whose every call repeats one this run already made (same tool, same arguments) gets no new
+evidence: small models loop that way until the limit. Instead of running the calls again, the loop
+asks the model once to answer from the results it has, with no tools offered
+(``trace.forced_answer``).
 
 A model failure ends the run in MODEL_ERROR (answer says so, with the evidence gathered), the
 whole-request timeout in TIMEOUT. Every step is appended to the :class:`Trace`.
@@ -20,11 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.agent.prompts import (
     DEFAULT_SYSTEM_PROMPT,
+    SYNTHESIZE_PROMPT,
     limit_answer,
     model_error_answer,
     timeout_answer,
@@ -33,7 +41,7 @@ from sleuth.agent.toolrun import Conversation, ToolRunner
 from sleuth.agent.trace import ModelStep, RequestedCall, ToolStep, Trace
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.errors import ModelError
-from sleuth.core.llm import ChatModel, ModelTurn
+from sleuth.core.llm import ChatModel, ModelTurn, ToolCallRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +72,7 @@ class AgentResult:
 class State(enum.Enum):
     ASK_MODEL = "ask_model"
     RUN_TOOLS = "run_tools"
+    SYNTHESIZE = "synthesize"
     ANSWERED = "answered"
     LIMIT = "iteration_limit"
     MODEL_ERROR = "model_error"
@@ -135,6 +144,8 @@ class Agent:
                 state = await self._ask_model(run)
             elif state is State.RUN_TOOLS:
                 state = await self._run_tools(run)
+            elif state is State.SYNTHESIZE:
+                state = await self._synthesize(run)
             else:
                 break
         trace = run.trace
@@ -148,15 +159,52 @@ class Agent:
             trace.stop_reason = "answered"
 
     async def _ask_model(self, run: _Run) -> State:
+        turn = await self._call_model(run, self._tools)
+        if turn is None:
+            return State.MODEL_ERROR
+        if not turn.tool_calls:
+            run.answer = turn.content or ""
+            return State.ANSWERED
+        if _repeats_only(turn, run.trace):
+            run.pending = turn
+            return State.SYNTHESIZE
+        if run.trace.iterations >= self.settings.max_iterations:
+            return State.LIMIT
+        run.pending = turn
+        return State.RUN_TOOLS
+
+    async def _synthesize(self, run: _Run) -> State:
+        turn = run.pending
+        assert turn is not None
+        run.pending = None
+        run.trace.forced_answer = True
+        # The conversation stays well formed: each repeated call gets the result it had before.
+        earlier = _answered(run.trace)
+        run.messages.append(turn.assistant_message())
+        run.messages.extend(
+            {"role": "tool", "tool_call_id": c.id, "content": earlier[_request_key(c)]}
+            for c in turn.tool_calls
+        )
+        run.messages.append({"role": "user", "content": SYNTHESIZE_PROMPT})
+        turn = await self._call_model(run, [])
+        if turn is None:
+            return State.MODEL_ERROR
+        if turn.tool_calls:  # a server that invents calls with no tools offered
+            return State.LIMIT
+        run.answer = turn.content or ""
+        return State.ANSWERED
+
+    async def _call_model(self, run: _Run, tools: list[dict[str, Any]]) -> ModelTurn | None:
+        """One model call (one retry of a transient error), recorded; None when it failed."""
         trace = run.trace
         start = run.conversation.ms()
         try:
             try:
-                turn = await self.model.complete(run.messages, self._tools)
+                turn = await self.model.complete(run.messages, tools)
             except ModelError as first:
                 if not first.retryable:  # one retry of a transient error (down, 5xx, cut stream)
                     raise
-                turn = await self.model.complete(run.messages, self._tools)
+                turn = await self.model.complete(run.messages, tools)
         except ModelError as exc:
             run.error = str(exc)
             trace.steps.append(
@@ -168,7 +216,7 @@ class Agent:
                     error=str(exc),
                 )
             )
-            return State.MODEL_ERROR
+            return None
         trace.steps.append(
             ModelStep(
                 iteration=trace.iterations,
@@ -187,13 +235,7 @@ class Agent:
         )
         trace.prompt_tokens += turn.prompt_tokens
         trace.completion_tokens += turn.completion_tokens
-        if not turn.tool_calls:
-            run.answer = turn.content or ""
-            return State.ANSWERED
-        if trace.iterations >= self.settings.max_iterations:
-            return State.LIMIT
-        run.pending = turn
-        return State.RUN_TOOLS
+        return turn
 
     async def _run_tools(self, run: _Run) -> State:
         turn = run.pending
@@ -219,3 +261,29 @@ class Agent:
             {"role": "tool", "tool_call_id": r.id, "content": r.observation} for r in records
         )
         return State.ASK_MODEL
+
+
+def _call_key(name: str, arguments: Any) -> tuple[str, str]:
+    return name, json.dumps(arguments, sort_keys=True, separators=(",", ":"))
+
+
+def _request_key(call: ToolCallRequest) -> tuple[str, str] | None:
+    try:
+        return _call_key(call.name, json.loads(call.arguments_text or "{}"))
+    except ValueError:
+        return None
+
+
+def _answered(trace: Trace) -> dict[tuple[str, str] | None, str]:
+    """The observation of each call this run already answered, by tool and arguments."""
+    return {
+        _call_key(r.tool, r.arguments): r.observation
+        for r in trace.tool_calls()
+        if r.status in ("ok", "cached") and r.arguments is not None
+    }
+
+
+def _repeats_only(turn: ModelTurn, trace: Trace) -> bool:
+    """True when every call of ``turn`` was already answered in this run with the same arguments."""
+    done = _answered(trace)
+    return all(_request_key(c) in done for c in turn.tool_calls)

@@ -109,6 +109,11 @@ class Trace(_Record):
     completion_tokens: int = 0
     malformed_tool_calls: int = 0
     cache_hits: int = 0
+    forced_answer: bool = Field(
+        default=False,
+        description="True when the model repeated calls whose results it already had and was "
+        "asked once to answer without tools.",
+    )
     degraded: bool = Field(
         default=False,
         description="True when the model server failed and the deterministic router answered.",
