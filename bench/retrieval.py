@@ -1,7 +1,7 @@
 """Retrieval configurations compared on the generated contracts corpus, with significance.
 
     .venv/bin/python bench/retrieval.py [--documents 2000 --questions 300 --seed 7]
-        [--threshold 0.45] [--workdir DIR]
+        [--threshold 0.45] [--chunking 400/80] [--workdir DIR]
 
 1. ``sleuth eval synth-corpus`` writes the corpus and its golden set (deterministic for a seed);
 2. ``sleuth ingest`` embeds it with the local model into a Qdrant local-mode folder (dense and
@@ -11,6 +11,11 @@
 3. ``sleuth eval retrieval`` runs each configuration's ToolBinding over the ``dev`` split
    (top K = 5): dense; hybrid (RRF); hybrid + a relevance cut-off (``--threshold``);
 4. ``sleuth eval compare`` pairs them: hybrid vs dense, cut-off vs hybrid.
+
+``--chunking SIZE/OVERLAP`` adds the runbook's "review the chunking" action: the corpus ingested a
+second time with that chunking (its own Qdrant folder, its ToolBinding's ``chunking`` set to
+match), evaluated with hybrid retrieval and compared with hybrid at the default 800/150.
+Relevance is by evidence sentence, so the same golden rows score both chunkings.
 
 Prints a markdown table (means, latency p50/p99) and the comparison lines; writes
 bench/results/retrieval.json and the result documents next to it. Latency is per call in this
@@ -65,12 +70,42 @@ def _binding(vector: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _ingest(work: Path, store: Path, chunking: dict[str, int] | None) -> dict[str, float]:
+    """Ingest the corpus into ``store`` unless it already holds this corpus at this chunking."""
+    marker = store.with_name(store.name + ".ingested")
+    digest = hashlib.sha256(json.dumps(chunking).encode())
+    for path in sorted((work / "corpus" / "docs").iterdir()):
+        digest.update(path.read_bytes())
+    if marker.exists() and marker.read_text() == digest.hexdigest():
+        return {}
+    flags = [] if chunking is None else ["--chunk-size", str(chunking["size"])]
+    flags += [] if chunking is None else ["--overlap", str(chunking["overlap"])]
+    t = time.perf_counter()
+    _run(
+        [
+            "ingest",
+            str(work / "corpus" / "docs"),
+            "--collection",
+            COLLECTION,
+            "--qdrant-path",
+            str(store),
+            "--recreate",
+            "--quiet",
+            *flags,
+        ],
+        work / f"ingest-{store.name}.log",
+    )
+    marker.write_text(digest.hexdigest())
+    return {f"ingest_{store.name}_s": time.perf_counter() - t}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--documents", type=int, default=2000)
     parser.add_argument("--questions", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--threshold", type=float, default=0.45)
+    parser.add_argument("--chunking", help="a second chunking to compare, SIZE/OVERLAP")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args()
     work = args.workdir or Path.home() / ".cache" / "sleuth" / (
@@ -97,33 +132,21 @@ def main() -> int:
     )
     timings["generate_s"] = time.perf_counter() - t
     store = work / "qdrant"
-    marker = work / "ingested.json"
-    digest = hashlib.sha256()
-    for path in sorted((work / "corpus" / "docs").iterdir()):
-        digest.update(path.read_bytes())
-    corpus_sum = digest.hexdigest()
-    if not marker.exists() or marker.read_text() != corpus_sum:
-        t = time.perf_counter()
-        _run(
-            [
-                "ingest",
-                str(work / "corpus" / "docs"),
-                "--collection",
-                COLLECTION,
-                "--qdrant-path",
-                str(store),
-                "--recreate",
-                "--quiet",
-            ],
-            work / "ingest.log",
-        )
-        timings["ingest_s"] = time.perf_counter() - t
-        marker.write_text(corpus_sum)
+    timings.update(_ingest(work, store, None))
+    stores = {}
+    chunking: dict[str, int] | None = None
+    if args.chunking:
+        size, overlap = (int(x) for x in args.chunking.split("/"))
+        chunking = {"size": size, "overlap": overlap}
+        stores["hybrid-chunk"] = work / f"qdrant-{size}-{overlap}"
+        timings.update(_ingest(work, stores["hybrid-chunk"], chunking))
     configs = {
         "dense": {},
         "hybrid": {"hybrid": {"fusion": "rrf"}},
         "hybrid-cutoff": {"hybrid": {"fusion": "rrf"}, "scoreThreshold": args.threshold},
     }
+    if chunking is not None:
+        configs["hybrid-chunk"] = {"hybrid": {"fusion": "rrf"}, "chunking": chunking}
     docs: dict[str, dict[str, Any]] = {}
     for name, knobs in configs.items():
         binding = work / f"{name}.yaml"
@@ -139,7 +162,7 @@ def main() -> int:
                 "--golden",
                 str(work / "corpus" / "golden.jsonl"),
                 "--qdrant-path",
-                str(store),
+                str(stores.get(name, store)),
                 "--split",
                 "dev",
                 "--dataset",
@@ -153,6 +176,8 @@ def main() -> int:
         timings[f"{name}_s"] = time.perf_counter() - t
         docs[name] = json.loads(out.read_text(encoding="utf-8"))
     pairs = [("dense", "hybrid"), ("hybrid", "hybrid-cutoff"), ("dense", "hybrid-cutoff")]
+    if chunking is not None:
+        pairs.append(("hybrid", "hybrid-chunk"))
     comparisons: dict[str, list[str]] = {}
     for a, b in pairs:
         text = _run(
