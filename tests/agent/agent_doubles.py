@@ -114,3 +114,24 @@ def make_agent(
 def seed_sql_factory(config: object) -> FakeTool:
     """A ``factory`` for the configuration file: ``tests.agent.agent_doubles:seed_sql_factory``."""
     return seed_sql()
+
+
+def seed_vector_factory(config: object) -> FakeTool:
+    """``tests.agent.agent_doubles:seed_vector_factory``: the seed's passages, with citations."""
+    return seed_vector()
+
+
+def slow_vector_factory(config: object) -> FakeTool:
+    """``tests.agent.agent_doubles:slow_vector_factory``: the seed's passages after 30 s (a run
+    to cancel while its tools work)."""
+    tool = seed_vector()
+    tool.delay_s = 30.0
+    return tool
+
+
+def seed_tools(vector: str = "seed_vector_factory") -> list[dict[str, str]]:
+    """The seed's two tools as configuration entries for ``sleuth agent`` in a process."""
+    return [
+        {"name": "sql_query", "type": "custom", "factory": f"{__name__}:seed_sql_factory"},
+        {"name": "vector_search", "type": "custom", "factory": f"{__name__}:{vector}"},
+    ]

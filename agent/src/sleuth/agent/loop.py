@@ -19,6 +19,10 @@ asks the model once to answer from the results it has, with no tools offered
 A model failure ends the run in MODEL_ERROR (answer says so, with the evidence gathered), the
 whole-request timeout in TIMEOUT. Every step is appended to the :class:`Trace`.
 
+Given an :class:`~sleuth.agent.events.AnswerStream`, the run reports progress as it goes (model
+asked, tools started, each tool done) and relays the model's text as the model server streams
+it; the caller finishes the stream with the final answer (:mod:`sleuth.agent.events`).
+
 Entry point: ``await Agent(model, runner, settings).run("question")`` → :class:`AgentResult`.
 """
 
@@ -30,6 +34,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from sleuth.agent.events import AnswerStream, Progress, TextRelay
 from sleuth.agent.prompts import (
     DEFAULT_SYSTEM_PROMPT,
     SYNTHESIZE_PROMPT,
@@ -41,7 +46,7 @@ from sleuth.agent.toolrun import Conversation, ToolRunner
 from sleuth.agent.trace import ModelStep, RequestedCall, ToolStep, Trace
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.errors import ModelError
-from sleuth.core.llm import ChatModel, ModelTurn, ToolCallRequest
+from sleuth.core.llm import ChatModel, ModelTurn, TextStreamingModel, ToolCallRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +93,7 @@ class _Run:
     pending: ModelTurn | None = None
     answer: str = ""
     error: str = ""
+    stream: AnswerStream | None = None
 
 
 class Agent:
@@ -105,12 +111,15 @@ class Agent:
         history: list[dict[str, Any]] | None = None,
         *,
         resume: AgentResult | None = None,
+        stream: AnswerStream | None = None,
     ) -> AgentResult:
         """Answer ``question`` (``history``: earlier user/assistant messages, if any).
 
         ``resume``: go on from another run of the same question (its messages, tool results and
         trace), as the router does when the model server failed mid-run: nothing gathered is
-        lost, and the trace shows every call that ran."""
+        lost, and the trace shows every call that ran.
+
+        ``stream``: where progress and the model's text go while the run works."""
         if resume is not None and resume.conversation is not None:
             trace = resume.trace.model_copy(update={"model": self.model.name})
             run = _Run(list(resume.messages), trace, resume.conversation)
@@ -121,6 +130,7 @@ class Agent:
             calling = getattr(self.model, "tool_calling", None)  # a model written before it
             trace = Trace(question=question, model=self.model.name, tool_calling=calling)
             run = _Run(messages=messages, trace=trace)
+        run.stream = stream
         try:
             async with asyncio.timeout(self.settings.request_timeout_s):
                 await self._drive(run)
@@ -194,17 +204,39 @@ class Agent:
         run.answer = turn.content or ""
         return State.ANSWERED
 
+    async def _complete(
+        self, run: _Run, tools: list[dict[str, Any]], relay: TextRelay | None
+    ) -> ModelTurn:
+        if relay is None:
+            return await self.model.complete(run.messages, tools)
+        relay.new_attempt()
+        model: TextStreamingModel = self.model  # type: ignore[assignment]  # streams_text said so
+        return await model.complete(run.messages, tools, on_text=relay)
+
     async def _call_model(self, run: _Run, tools: list[dict[str, Any]]) -> ModelTurn | None:
-        """One model call (one retry of a transient error), recorded; None when it failed."""
+        """One model call (one retry of a transient error), recorded; None when it failed.
+        With a stream: progress first, and the reply's text relayed as it arrives."""
         trace = run.trace
         start = run.conversation.ms()
+        relay = None
+        if run.stream is not None:
+            run.stream.progress(
+                Progress(
+                    "model",
+                    f"asking {self.model.name}",
+                    {"iteration": trace.iterations, "model": self.model.name},
+                )
+            )
+            run.stream.new_turn()
+            if getattr(self.model, "streams_text", False):
+                relay = TextRelay(run.stream)
         try:
             try:
-                turn = await self.model.complete(run.messages, tools)
+                turn = await self._complete(run, tools, relay)
             except ModelError as first:
                 if not first.retryable:  # one retry of a transient error (down, 5xx, cut stream)
                     raise
-                turn = await self.model.complete(run.messages, tools)
+                turn = await self._complete(run, tools, relay)
         except ModelError as exc:
             run.error = str(exc)
             trace.steps.append(
@@ -244,7 +276,26 @@ class Agent:
         trace = run.trace
         trace.iterations += 1
         start = run.conversation.ms()
+        names = [c.name for c in turn.tool_calls]
+        if run.stream is not None:
+            run.stream.progress(
+                Progress(
+                    "tools",
+                    f"calling {', '.join(names)}",
+                    {"iteration": trace.iterations, "tools": names},
+                )
+            )
         records = await self.runner.run_round(turn.tool_calls, run.conversation)
+        if run.stream is not None:
+            for r in records:
+                ms = round(r.duration_ms, 1)
+                run.stream.progress(
+                    Progress(
+                        "tool",
+                        f"{r.tool}: {r.status} ({ms:g} ms)",
+                        {"tool": r.tool, "status": r.status, "ms": ms},
+                    )
+                )
         trace.steps.append(
             ToolStep(
                 iteration=trace.iterations,

@@ -3,8 +3,14 @@
 The last message must be the user's question; earlier user and assistant messages are passed as
 history (system and tool messages from the client are ignored: the agent has its own prompt and
 tools). The agent's loop runs behind the endpoint; the answer is the assistant message, and the
-non-streamed body carries the citations and trace under the extra key ``sleuth``. With
-``"stream": true`` the role chunk is sent at once, the answer when the loop has finished.
+non-streamed body carries the citations and trace under the extra key ``sleuth``.
+
+With ``"stream": true`` the role chunk is sent at once; then the answer's text as the model
+server streams it, token by token (the router's answer, and answers no model streamed, in one
+piece when the loop has them), then the finish chunk (with the citations under ``sleuth``), the
+usage chunk when ``stream_options.include_usage`` asks for it, and ``[DONE]``. While the model and
+the tools work, progress goes out as SSE comment lines, ``: sleuth {"kind": "tools", ...}``,
+which OpenAI clients skip (and which keep idle-timeout proxies from cutting a long tool round).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.types import Receive, Scope, Send
 
 from sleuth.agent.errors import RequestRejected
+from sleuth.agent.events import AnswerText, Finished, Progress, RunListener, follow
 from sleuth.agent.http_errors import error_body, overloaded
 from sleuth.agent.intake import Conversation, HistoryMessage, read_json
 from sleuth.agent.loop import AgentResult
@@ -76,14 +83,22 @@ def _usage(result: AgentResult) -> dict[str, int]:
     }
 
 
-def _chunk(cid: str, model: str, delta: dict[str, Any], finish: str | None = None) -> str:
-    body = {
+def _chunk(
+    cid: str,
+    model: str,
+    delta: dict[str, Any],
+    finish: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> str:
+    body: dict[str, Any] = {
         "id": cid,
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
+    if extra is not None:
+        body["sleuth"] = extra
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
@@ -160,11 +175,21 @@ async def chat_completions(request: Request) -> Response:
         )
     include_usage = bool((body.stream_options or {}).get("include_usage"))
 
+    async def run(listener: RunListener) -> AgentResult:
+        return await service.run(question, history, "chat_completions", listener=listener)
+
     async def events() -> AsyncIterator[str]:
         yield _chunk(cid, model, {"role": "assistant", "content": ""})
-        result = await service.run(question, history, "chat_completions")
-        yield _chunk(cid, model, {"content": result.answer})
-        yield _chunk(cid, model, {}, "stop")
+        result: AgentResult | None = None
+        async for event in follow(run):
+            if isinstance(event, AnswerText):
+                yield _chunk(cid, model, {"content": event.text})
+            elif isinstance(event, Progress):
+                yield f": sleuth {json.dumps(event.as_json(), ensure_ascii=False)}\n\n"
+            elif isinstance(event, Finished):
+                result = event.result
+        assert result is not None
+        yield _chunk(cid, model, {}, "stop", {"citations": result.citations})
         if include_usage:
             usage = {
                 "id": cid,

@@ -14,6 +14,7 @@ from typing import Any
 
 from sleuth.agent.cache import ToolCache
 from sleuth.agent.errors import AgentError
+from sleuth.agent.events import AnswerStream, RunListener
 from sleuth.agent.intake import Conversation, PromptBudget, check_conversation
 from sleuth.agent.loop import Agent, AgentResult, LoopSettings
 from sleuth.agent.metrics import AgentMetrics
@@ -128,27 +129,41 @@ class AgentService:
             self.release()
 
     async def run(
-        self, question: str, history: list[dict[str, Any]], endpoint: str, sample: bool = True
+        self,
+        question: str,
+        history: list[dict[str, Any]],
+        endpoint: str,
+        sample: bool = True,
+        listener: RunListener | None = None,
     ) -> AgentResult:
         """Run the loop for an already admitted request; ``sample=False`` keeps it out of online
-        evaluation (the scheduled eval's own questions: it scores them itself)."""
-        result = await self.agent.run(question, history)
+        evaluation (the scheduled eval's own questions: it scores them itself). ``listener``
+        receives progress and the answer's text as it is written (:mod:`sleuth.agent.events`);
+        the text it receives ends with the final answer."""
+        stream = AnswerStream(listener) if listener is not None else None
+        result = await self.agent.run(question, history, stream=stream)
         if result.trace.stop_reason == "model_error" and self.fallback is not None:
-            result = await self._degrade(result, question, history)
+            result = await self._degrade(result, question, history, stream)
+        if stream is not None:
+            stream.finish(result.answer)
         self.metrics.observe_trace(result.trace, endpoint)
         if sample:
             self.online_eval.offer(question, result.answer, result.trace)
         return result
 
     async def _degrade(
-        self, failed: AgentResult, question: str, history: list[dict[str, Any]]
+        self,
+        failed: AgentResult,
+        question: str,
+        history: list[dict[str, Any]],
+        stream: AnswerStream | None,
     ) -> AgentResult:
         """The model server failed: the deterministic router goes on from the evidence already
         gathered (the failed run's tool results stay in the conversation and the trace), and
         the answer says so."""
         assert self.fallback is not None
         error = next((s.error for s in failed.trace.model_steps() if s.error), "unknown error")
-        routed = await self.fallback.run(question, history, resume=failed)
+        routed = await self.fallback.run(question, history, resume=failed, stream=stream)
         routed.trace.degraded = True
         self.metrics.degraded.labels(self.name).inc()
         note = (

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -35,6 +36,9 @@ from sleuth.core.errors import ModelResponseError, ModelTimeout, ModelUnavailabl
 from sleuth.core.guided import GuidedFormat, ToolCalling
 
 log = logging.getLogger("sleuth.llm")
+
+# Receives the text of a streamed reply piece by piece, as the server sends it.
+TextSink = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +87,20 @@ class ChatModel(Protocol):
 
     async def complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelTurn: ...
+
+
+class TextStreamingModel(ChatModel, Protocol):
+    """A model that can hand its reply's text to ``on_text`` while the reply streams in
+    (``streams_text`` says whether this one does: a streamed, native-tool-calling client)."""
+
+    streams_text: bool
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_text: TextSink | None = None,
     ) -> ModelTurn: ...
 
 
@@ -138,6 +156,8 @@ class OpenAIChatModel:
         self._tool_choice = tool_choice
         self._response_format = response_format
         self._session: aiohttp.ClientSession | None = None
+        # A guided reply's text is JSON, not the answer: it is parsed whole, never relayed.
+        self.streams_text = stream and tool_calling != "guided"
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -182,9 +202,15 @@ class OpenAIChatModel:
         return body
 
     async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_text: TextSink | None = None,
     ) -> ModelTurn:
+        """One call. ``on_text`` (streamed, native calls only) receives the reply's text as it
+        arrives, until the reply turns to tool calls."""
         body = self._body(messages, tools)
+        sink = on_text if self.streams_text else None
         started = time.perf_counter()
         try:
             async with self._client().post(
@@ -196,7 +222,7 @@ class OpenAIChatModel:
                 if response.status != 200:
                     await _raise_for_status(response)
                 if self._stream:
-                    turn = await _read_stream(response, started)
+                    turn = await _read_stream(response, started, sink)
                 else:
                     turn = _parse_body(await response.read())
         except TimeoutError as exc:
@@ -317,10 +343,12 @@ class StreamParser:
     type, a tool-call index that is not an integer are :class:`ModelResponseError`; a stream that
     ends without a ``finish_reason`` and without ``[DONE]`` was cut (the server or a proxy died
     mid-answer) and is :class:`ModelUnavailable` — retryable, never a truncated answer.
+    ``on_text`` receives each content piece as it is fed, until the first tool-call delta.
     """
 
-    def __init__(self, started: float) -> None:
+    def __init__(self, started: float, on_text: TextSink | None = None) -> None:
         self._started = started
+        self._on_text = on_text
         self._content: list[str] = []
         self._partials: dict[int, _Partial] = {}
         self._finish: str | None = None
@@ -352,6 +380,8 @@ class StreamParser:
             text = _str(delta.get("content"), "delta.content")
             if text:
                 self._content.append(text)
+                if self._on_text is not None and not self._partials:
+                    self._on_text(text)
             for raw_call in _list(delta.get("tool_calls"), "delta.tool_calls"):
                 call = _dict(raw_call, "a tool-call delta")
                 index = call.get("index", 0)
@@ -392,8 +422,10 @@ class StreamParser:
         )
 
 
-async def _read_stream(response: aiohttp.ClientResponse, started: float) -> ModelTurn:
-    parser = StreamParser(started)
+async def _read_stream(
+    response: aiohttp.ClientResponse, started: float, on_text: TextSink | None
+) -> ModelTurn:
+    parser = StreamParser(started, on_text)
     async for raw in response.content:  # read to the end, so the connection goes back to the pool
         parser.feed(raw)
     return parser.turn()
