@@ -6,6 +6,8 @@
 ``GET  /healthz`` ``/readyz``  liveness; readiness (the model server answers, or the router
                                can stand in: ``{"status": "degraded: ..."}``)
 ``GET  /metrics``              Prometheus exposition
+``GET  /.well-known/agent-card.json``, ``POST /a2a``   the agent as an A2A agent
+                               (:mod:`sleuth.agent.a2a_api`; ``a2a.enabled``)
 
 Every error is JSON ``{"error": {"message", "type", "field"}}`` (:mod:`sleuth.agent.http_errors`),
 unknown routes and methods included. Requests pass :class:`~sleuth.agent.httpguard.RequestGuard`
@@ -29,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 from starlette.types import Scope
 
+from sleuth.agent.a2a_api import a2a_routes
 from sleuth.agent.errors import RequestRejected
 from sleuth.agent.http_errors import error_body, http_exception, overloaded
 from sleuth.agent.httpguard import HttpLimits, RequestGuard
@@ -143,6 +146,8 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = AgentService(config, name=name, tools=tools)
         app.state.service = service
+        if config.a2a.enabled:  # the card names the bound tools: mounted once they are bound
+            app.router.routes.extend(a2a_routes(service))
         await service.start()
         try:
             yield

@@ -304,6 +304,24 @@ class AgentLimitsConfig(_Model):
     )
 
 
+class A2AConfig(_Model):
+    """The agent as an A2A agent: its card at ``/.well-known/agent-card.json``, its JSON-RPC
+    endpoint (send, stream, get, cancel) at ``/a2a``, beside the OpenAI API on the same port."""
+
+    enabled: bool = Field(default=True, description="Serve the agent card and the A2A endpoint.")
+    public_url: AnyHttpUrl | None = Field(
+        default=None,
+        description="Base URL other agents reach this agent at; the card names "
+        "`<publicUrl>/a2a`. Default: the base URL the card was asked at.",
+    )
+    description: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="What the agent is for, as the card says it (default: a sentence naming "
+        "its tools).",
+    )
+
+
 class AgentConfig(_Model):
     """The whole configuration file of one agent service."""
 
@@ -352,6 +370,9 @@ class AgentConfig(_Model):
     limits: AgentLimitsConfig = Field(
         default_factory=AgentLimitsConfig,
         description="Request size and client timing limits of the HTTP API.",
+    )
+    a2a: A2AConfig = Field(
+        default_factory=A2AConfig, description="The agent card and the A2A task endpoints."
     )
 
     @model_validator(mode="after")
