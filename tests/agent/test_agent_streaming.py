@@ -91,7 +91,9 @@ def test_openai_sdk_streams_the_answer_before_the_loop_ends(agent: str) -> None:
     assert len(pieces) >= 10, pieces
     assert runs_at_first_piece == before  # the first token came while the loop was running
     assert _answered_runs(agent) == before + 1
-    assert last is not None and last.usage is not None and last.usage.completion_tokens > 0
+    assert last is not None
+    assert last.usage is not None
+    assert last.usage.completion_tokens > 0
 
 
 def test_progress_goes_out_as_sse_comments_before_the_answer(agent: str) -> None:
@@ -148,6 +150,7 @@ def test_router_path_streams_progress_and_its_answer(
             timeout=60,
         ) as response:
             lines = [line for line in response.iter_lines() if line.startswith(": sleuth ")]
-    assert text == plain["answer"] and text
+    assert text == plain["answer"]
+    assert text
     tools = [json.loads(line.removeprefix(": sleuth ")) for line in lines]
     assert any(t["kind"] == "tool" and t["status"] in ("ok", "cached") for t in tools), tools
