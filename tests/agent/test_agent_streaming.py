@@ -129,9 +129,7 @@ def test_progress_goes_out_as_sse_comments_before_the_answer(agent: str) -> None
     assert [c["id"] for c in finish["sleuth"]["citations"]] == ["chunk_1", "chunk_2", "chunk_3"]
 
 
-def test_router_path_streams_progress_and_its_answer(
-    model: ScriptedServer, tmp_path: Path
-) -> None:
+def test_router_path_streams_progress_and_its_answer(model: ScriptedServer, tmp_path: Path) -> None:
     """The router (no model) streams too: tool progress, then its answer, equal to the
     non-streamed one."""
     with _agent(model.url, tmp_path, "routed", planner={"mode": "router"}) as process:
