@@ -11,7 +11,9 @@ tool round the slowest call of the round) and ``ratio = measured / ideal``.
 Sections: (1) ratio at p50/p99 with N concurrent conversations, for 1, 2, 3 iterations and the
 parallel case, for sleuth and for LangGraph's prebuilt ReAct agent (same server, same tools,
 same run; needs the ``bench`` extra); (2) orchestration throughput: loop iterations per CPU-second
-with a zero-latency model and tools, in-process and over HTTP. Prints a table and writes JSON to
+with a zero-latency model and tools, in-process and over HTTP; (3) time to first answer token
+against total latency through the agent's streamed HTTP API (``bench/agent_ttft.py``, which also
+runs alone; ``--no-ttft`` skips it). Prints a table and writes JSON to
 ``bench/results/agent_latency.json`` (and the tables as ``.md`` beside it).
 """
 
@@ -299,6 +301,10 @@ def markdown(result: dict[str, Any]) -> str:
     lines.append("|---|---|---|")
     for r in result["throughput"]:
         lines.append(f"| {r['mode']} | {r['per_cpu_s']:.0f} | {r['per_wall_s']:.0f} |")
+    if result.get("ttft"):
+        from agent_ttft import markdown as ttft_markdown
+
+        lines += ["", ttft_markdown(result["ttft"]).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
@@ -333,6 +339,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             server, args.conversations, args.concurrency, with_langgraph
         )
         tp = await throughput_section(server, args.seconds, with_langgraph)
+        ttft: list[dict[str, Any]] = []
+        if not args.no_ttft:
+            from agent_ttft import ttft_section  # a sibling script: bench/ is sys.path[0]
+
+            ttft = await ttft_section(server, max(16, args.conversations // 4), 16)
     return {
         "machine": {
             "cpus": os.cpu_count(),
@@ -343,6 +354,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "tool_ms": TOOL_MS,
         "latency": latency,
         "throughput": tp,
+        "ttft": ttft,
     }
 
 
@@ -352,6 +364,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=3.0, help="per throughput run")
     parser.add_argument("--no-langgraph", action="store_true")
+    parser.add_argument("--no-ttft", action="store_true", help="skip section (3)")
     parser.add_argument("--quick", action="store_true", help="64 conversations, 1 s runs")
     parser.add_argument("--out", default="bench/results/agent_latency.json")
     args = parser.parse_args()
