@@ -132,6 +132,9 @@ def test_example_converges_to_ready_with_every_child(
 
     status = _json(kube, "get", "agentdeployment", "contracts", "-n", namespace)["status"]
     assert status["agentEndpoint"] == f"http://contracts-agent.{namespace}.svc:8080/v1"
+    card = f"http://contracts-agent.{namespace}.svc:8080/.well-known/agent-card.json"
+    assert status["agentCardUrl"] == card
+    assert config["a2a"]["publicUrl"] == f"http://contracts-agent.{namespace}.svc:8080/"
     assert [t["name"] for t in status["tools"]] == ["sql_query", "vector_search", "web_search"]
     assert all(t["ready"] for t in status["tools"])
 

@@ -32,12 +32,17 @@ from sleuth.operator.reconcile_common import (
     secret_conditions,
     write_status,
 )
-from sleuth.operator.render.agent import agent_endpoint, agent_name, render_agent
+from sleuth.operator.render.agent import (
+    agent_card_url,
+    agent_endpoint,
+    agent_name,
+    render_agent,
+)
 from sleuth.operator.render.model import model_endpoint, model_name, render_model
 from sleuth.operator.render.tool import tool_endpoint, tool_service_name
 from sleuth.operator.status import Cond, invalid_conditions, rollout
 
-STATUS_KEYS = ("model", "modelEndpoint", "agentEndpoint", "tools", "toolNames")
+STATUS_KEYS = ("model", "modelEndpoint", "agentEndpoint", "agentCardUrl", "tools", "toolNames")
 
 
 def _secret_refs(spec: AgentDeploymentSpec) -> list[tuple[str, SecretKeyRef]]:
@@ -100,6 +105,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         "model": spec.model.effective_served_name,
         "modelEndpoint": model_endpoint(owner, spec.model, ctx.settings),
         "agentEndpoint": agent_endpoint(owner, ctx.settings),
+        "agentCardUrl": agent_card_url(owner, spec, ctx.settings),
         "tools": tools or None,
         "toolNames": ",".join(t["name"] for t in tools) or None,
     }

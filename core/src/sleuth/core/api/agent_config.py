@@ -372,7 +372,8 @@ class AgentConfig(_Model):
         description="Request size and client timing limits of the HTTP API.",
     )
     a2a: A2AConfig = Field(
-        default_factory=A2AConfig, description="The agent card and the A2A task endpoints."
+        default_factory=A2AConfig,
+        alias="a2a",  # not the alias generator's "a2A" description="The agent card and the A2A task endpoints."
     )
 
     @model_validator(mode="after")

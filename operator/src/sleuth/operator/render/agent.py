@@ -19,6 +19,7 @@ import yaml
 from pydantic import AnyHttpUrl
 
 from sleuth.core.api.agent_config import (
+    A2AConfig,
     AgentConfig,
     AgentLimitsConfig,
     ModelEndpointConfig,
@@ -71,6 +72,18 @@ def agent_name(owner: Owner) -> str:
 def agent_endpoint(owner: Owner, settings: RenderSettings) -> str:
     """Base URL of the agent's OpenAI-compatible API."""
     return service_url(agent_name(owner), owner.namespace, settings.agent_port, "/v1")
+
+
+def agent_base_url(owner: Owner, settings: RenderSettings) -> str:
+    """The agent Service's base URL (the A2A card names ``<it>/a2a``)."""
+    return service_url(agent_name(owner), owner.namespace, settings.agent_port)
+
+
+def agent_card_url(owner: Owner, spec: AgentDeploymentSpec, settings: RenderSettings) -> str | None:
+    """URL of the agent's A2A card, None when A2A is off."""
+    if not spec.agent.a2a.enabled:
+        return None
+    return agent_base_url(owner, settings) + "/.well-known/agent-card.json"
 
 
 def retrieval_embedding(bindings: list[Binding]) -> EmbeddingSpec | None:
@@ -179,6 +192,11 @@ def agent_config(
         max_concurrent_requests=agent.max_concurrent_requests,
         online_eval=online_eval_config(agent.online_eval, retrieval_embedding(bindings)),
         limits=AgentLimitsConfig.model_validate(agent.limits.model_dump()),
+        a2a=A2AConfig(
+            enabled=agent.a2a.enabled,
+            public_url=AnyHttpUrl(agent_base_url(owner, settings)),
+            description=agent.a2a.description,
+        ),
     )
 
 
@@ -258,6 +276,8 @@ def render_agent(
 
 __all__ = [
     "Binding",
+    "agent_base_url",
+    "agent_card_url",
     "agent_config",
     "agent_endpoint",
     "agent_name",

@@ -345,6 +345,22 @@ class ModelSpec(SpecModel):
         return derive_tool_call_parser(self.name) if self.name else None
 
 
+class A2ASpec(SpecModel):
+    """The agent as an A2A agent: its card at /.well-known/agent-card.json and its JSON-RPC task
+    endpoint at /a2a, on the agent Service's http port beside the OpenAI API."""
+
+    enabled: bool = Field(
+        default=True, description="Serve the agent card and the A2A task endpoints."
+    )
+    description: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2000,
+        description="What the agent is for, as its card tells other agents; default: a "
+        "sentence naming its tools.",
+    )
+
+
 class AgentSpec(SpecModel):
     """The agent service: the ReAct loop behind an OpenAI-compatible HTTP API."""
 
@@ -392,6 +408,13 @@ class AgentSpec(SpecModel):
         "client may take to send it; one policy for /v1/query and /v1/chat/completions.",
         json_schema_extra={"default": {}},
     )
+    a2a: A2ASpec = Field(
+        default_factory=A2ASpec,
+        alias="a2a",  # not the alias generator's "a2A"
+        description="The agent as an A2A agent (card, send, stream, get, cancel); its card's URL "
+        "is in status.agentCardUrl.",
+        json_schema_extra={"default": {}},
+    )
     resources: Resources | None = Field(
         default=None, description="CPU and memory of each agent pod."
     )
@@ -432,6 +455,10 @@ class AgentDeploymentStatus(SpecModel):
     model: str | None = Field(default=None, description="Model name the agent sends.")
     model_endpoint: str | None = Field(default=None, description="URL of the model server.")
     agent_endpoint: str | None = Field(default=None, description="URL of the agent service.")
+    agent_card_url: str | None = Field(
+        default=None,
+        description="URL of the agent's A2A card (absent when spec.agent.a2a.enabled is false).",
+    )
     tools: list[BoundTool] | None = Field(
         default=None, description="Tools bound through ToolBindings, in name order."
     )
@@ -446,6 +473,7 @@ __all__ = [
     "DEFAULT_VLLM_IMAGE",
     "FAMILY_PARSERS",
     "SINGLE_CALL_PARSERS",
+    "A2ASpec",
     "AgentDeploymentSpec",
     "AgentDeploymentStatus",
     "AgentSpec",
