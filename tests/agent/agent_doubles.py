@@ -13,6 +13,7 @@ from sleuth.agent.tools.base import Citation, ToolError, ToolOutput
 from sleuth.core.guided import ToolCalling
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.core.tools import ToolSpec
+from sleuth.scripted import ScriptedResponse, ScriptedToolCall
 
 SEED_QUESTION = (
     "How many contracts above 100k€ did we sign in 2025 with EU providers, "
@@ -39,6 +40,17 @@ SEED_ANSWER = (
     "of 8.3 M€. The special condition that appears most often is the late-delivery penalty "
     "clause (8.3): 2% per month on the invoiced amount."
 )
+
+
+def seed_turns() -> list[ScriptedResponse]:
+    """The seed's model turns: sql_query, then vector_search, then the answer."""
+    return [
+        ScriptedResponse(tool_calls=[ScriptedToolCall(name="sql_query", arguments=SEED_SQL)]),
+        ScriptedResponse(
+            tool_calls=[ScriptedToolCall(name="vector_search", arguments=SEED_SEARCH)]
+        ),
+        ScriptedResponse(content=SEED_ANSWER),
+    ]
 
 
 @dataclass

@@ -27,10 +27,20 @@ from a2a.types import (
 )
 from a2a.utils.errors import InvalidParamsError
 
+from sleuth.agent.api import create_app
+from sleuth.agent.toolrun import BoundTool
+from sleuth.core.api.agent_config import AgentConfig
 from sleuth.scripted import LatencyProfile, Scenario, ScriptedServer
-from tests.agent.agent_doubles import SEED_ANSWER, SEED_QUESTION, seed_tools
+from tests.agent.agent_doubles import (
+    SEED_ANSWER,
+    SEED_QUESTION,
+    seed_sql,
+    seed_tools,
+    seed_turns,
+    seed_vector,
+)
 from tests.agent.agent_process import AgentProcess
-from tests.agent.test_agent_streaming import SEED_TURNS
+from tests.support.asgi import serve_app
 from tests.support.metrics import parse_samples
 from tests.support.polling import eventually
 
@@ -40,7 +50,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def model() -> Iterator[ScriptedServer]:
     latency = LatencyProfile(per_token_ms=20.0)
-    with ScriptedServer(Scenario(turns=SEED_TURNS, latency=latency)) as server:
+    with ScriptedServer(Scenario(turns=seed_turns(), latency=latency)) as server:
         yield server
 
 
@@ -211,3 +221,29 @@ def test_a_task_beyond_max_concurrent_requests_is_rejected(
     assert state == TaskState.TASK_STATE_REJECTED
     assert "maximum of 1 concurrent requests" in text
     assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+
+
+@pytest.mark.parametrize(
+    ("a2a", "status", "url"),
+    [
+        (
+            {"publicUrl": "http://contracts-agent.team-a.svc:8080"},
+            200,
+            "http://contracts-agent.team-a.svc:8080/a2a",
+        ),
+        ({"enabled": False}, 404, None),
+    ],
+)
+def test_the_card_names_the_configured_url_or_is_off(
+    model: ScriptedServer, a2a: dict[str, Any], status: int, url: str | None
+) -> None:
+    config = AgentConfig.model_validate(
+        {"model": {"endpoint": model.url, "servedModelName": "scripted"}, "a2a": a2a}
+    )
+    tools = {t.name: BoundTool(t) for t in (seed_sql(), seed_vector())}
+    with serve_app(create_app(config, tools=tools, name="contracts")) as app:
+        response = httpx.get(f"{app.url}/.well-known/agent-card.json")
+        assert response.status_code == status
+        if url is not None:
+            assert [i["url"] for i in response.json()["supportedInterfaces"]] == [url]
+        assert httpx.post(f"{app.url}/a2a", json={}).status_code == (404 if url is None else 200)

@@ -15,16 +15,13 @@ import pytest
 from sleuth.scripted import (
     LatencyProfile,
     Scenario,
-    ScriptedResponse,
     ScriptedServer,
-    ScriptedToolCall,
 )
 from tests.agent.agent_doubles import (
     SEED_ANSWER,
     SEED_QUESTION,
-    SEED_SEARCH,
-    SEED_SQL,
     seed_tools,
+    seed_turns,
 )
 from tests.agent.agent_process import AgentProcess
 from tests.support.metrics import parse_samples
@@ -33,16 +30,11 @@ pytestmark = pytest.mark.integration
 
 # 50 ms per token: the final answer (about 50 tokens) takes the model server ~2.5 s to stream.
 SLOW_TOKENS = LatencyProfile(per_token_ms=50.0)
-SEED_TURNS = [
-    ScriptedResponse(tool_calls=[ScriptedToolCall(name="sql_query", arguments=SEED_SQL)]),
-    ScriptedResponse(tool_calls=[ScriptedToolCall(name="vector_search", arguments=SEED_SEARCH)]),
-    ScriptedResponse(content=SEED_ANSWER),
-]
 
 
 @pytest.fixture(scope="module")
 def model() -> Iterator[ScriptedServer]:
-    with ScriptedServer(Scenario(turns=SEED_TURNS, latency=SLOW_TOKENS)) as server:
+    with ScriptedServer(Scenario(turns=seed_turns(), latency=SLOW_TOKENS)) as server:
         yield server
 
 
