@@ -247,3 +247,19 @@ def test_the_card_names_the_configured_url_or_is_off(
         if url is not None:
             assert [i["url"] for i in response.json()["supportedInterfaces"]] == [url]
         assert httpx.post(f"{app.url}/a2a", json={}).status_code == (404 if url is None else 200)
+
+
+def test_an_oversized_a2a_body_is_refused_before_json_rpc(model: ScriptedServer) -> None:
+    """RequestGuard's body limit covers /a2a like the OpenAI API: 413, nothing read past it."""
+    config = AgentConfig.model_validate(
+        {
+            "model": {"endpoint": model.url, "servedModelName": "scripted"},
+            "limits": {"maxBodyBytes": 4096},
+        }
+    )
+    tools = {t.name: BoundTool(t) for t in (seed_sql(), seed_vector())}
+    with serve_app(create_app(config, tools=tools, name="contracts")) as app:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"x": "y" * 8000}}
+        response = httpx.post(f"{app.url}/a2a", json=body)
+    assert response.status_code == 413
+    assert "maxBodyBytes" in response.json()["error"]["message"]

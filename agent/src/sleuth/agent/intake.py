@@ -1,7 +1,7 @@
 """What a request to the agent may carry: its JSON body parsed strictly, its conversation checked.
 
-One policy for ``/v1/query`` and ``/v1/chat/completions`` (the body's size and read time are
-checked earlier, by :class:`sleuth.agent.httpguard.RequestGuard`):
+One policy for ``/v1/query``, ``/v1/chat/completions`` and the A2A endpoint ``/a2a`` (the body's
+size and read time are checked earlier, by :class:`sleuth.agent.httpguard.RequestGuard`):
 
 - the body is JSON (``Content-Type: application/json``, or none) holding an object that
   validates **strictly** against the endpoint's model (``"stream": "yes"`` is not a boolean);

@@ -274,8 +274,8 @@ class OnlineEvalConfig(_Model):
 class AgentLimitsConfig(_Model):
     """What one request may carry, and how long a client may take to send it.
 
-    One policy for ``/v1/query`` and ``/v1/chat/completions`` (see docs/agent.md, "Limits and
-    failure modes").
+    One policy for ``/v1/query``, ``/v1/chat/completions`` and the A2A endpoint ``/a2a`` (see
+    docs/agent.md, "Limits and failure modes").
     """
 
     max_body_bytes: MaxBodyBytes = Field(
@@ -373,7 +373,8 @@ class AgentConfig(_Model):
     )
     a2a: A2AConfig = Field(
         default_factory=A2AConfig,
-        alias="a2a",  # not the alias generator's "a2A" description="The agent card and the A2A task endpoints."
+        alias="a2a",  # not the alias generator's "a2A"
+        description="The agent card and the A2A task endpoints.",
     )
 
     @model_validator(mode="after")

@@ -405,7 +405,7 @@ class AgentSpec(SpecModel):
     limits: AgentLimitsSpec = Field(
         default_factory=AgentLimitsSpec,
         description="What one request may carry (body bytes, question, history) and how long a "
-        "client may take to send it; one policy for /v1/query and /v1/chat/completions.",
+        "client may take to send it; one policy for /v1/query, /v1/chat/completions and /a2a.",
         json_schema_extra={"default": {}},
     )
     a2a: A2ASpec = Field(

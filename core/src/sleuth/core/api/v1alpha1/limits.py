@@ -56,7 +56,7 @@ class HttpLimitsSpec(SpecModel):
 class AgentLimitsSpec(HttpLimitsSpec):
     """Limits of the agent's API: the HTTP server's, plus the conversation a request carries.
 
-    One policy for /v1/query and /v1/chat/completions. Over a limit: 422 naming the field and
+    One policy for /v1/query, /v1/chat/completions and /a2a. Over a limit: 422 naming the field and
     the limit; a prompt estimated (UTF-8 bytes / 4) above the model's maxModelLen minus its
     maxTokens: 413.
     """
