@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel, TypeAdapter
 
 from sleuth.core.api.agent_config import (
+    A2AConfig,
     AgentConfig,
     AgentLimitsConfig,
     ModelEndpointConfig,
@@ -24,7 +25,12 @@ from sleuth.core.api.agent_config import (
     PlannerConfig,
     ToolConfig,
 )
-from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentSpec, AgentSpec, ModelSpec
+from sleuth.core.api.v1alpha1.agentdeployment import (
+    A2ASpec,
+    AgentDeploymentSpec,
+    AgentSpec,
+    ModelSpec,
+)
 from sleuth.core.api.v1alpha1.evalschedule import JudgeSpec
 from sleuth.core.api.v1alpha1.limits import AgentLimitsSpec
 from sleuth.core.api.v1alpha1.onlineeval import OnlineEvalEmbeddings, OnlineEvalSpec
@@ -35,6 +41,7 @@ pytestmark = pytest.mark.unit
 # spec model → the file model the operator renders it into (sleuth.operator.render.agent)
 PAIRS: list[tuple[type[BaseModel], type[BaseModel]]] = [
     (AgentSpec, AgentConfig),
+    (A2ASpec, A2AConfig),
     (ModelSpec, ModelEndpointConfig),
     (ToolBindingSpec, ToolConfig),
     (OnlineEvalSpec, OnlineEvalConfig),

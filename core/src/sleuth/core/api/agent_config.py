@@ -316,6 +316,7 @@ class A2AConfig(_Model):
     )
     description: str | None = Field(
         default=None,
+        min_length=1,
         max_length=2000,
         description="What the agent is for, as the card says it (default: a sentence naming "
         "its tools).",
