@@ -47,5 +47,5 @@ def test_a2a_off_leaves_no_card_url_and_a_description_reaches_the_card() -> None
 
 
 def test_an_unknown_a2a_key_is_refused_naming_it() -> None:
-    with pytest.raises(ValueError, match="a2a.colour"):
+    with pytest.raises(ValueError, match=r"a2a\.colour"):
         _spec({"a2a": {"colour": "red"}})
