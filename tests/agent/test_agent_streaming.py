@@ -12,14 +12,19 @@ import httpx
 import openai
 import pytest
 
+from sleuth.agent.events import AnswerStream, AnswerText, Progress, RunEvent
 from sleuth.scripted import (
     LatencyProfile,
     Scenario,
+    ScriptedResponse,
     ScriptedServer,
+    ScriptedToolCall,
 )
 from tests.agent.agent_doubles import (
     SEED_ANSWER,
     SEED_QUESTION,
+    make_agent,
+    seed_sql,
     seed_tools,
     seed_turns,
 )
@@ -144,3 +149,30 @@ def test_router_path_streams_progress_and_its_answer(model: ScriptedServer, tmp_
     assert text
     tools = [json.loads(line.removeprefix(": sleuth ")) for line in lines]
     assert any(t["kind"] == "tool" and t["status"] in ("ok", "cached") for t in tools), tools
+
+
+async def test_the_loop_streams_a_forced_answer_and_reports_each_step(
+    scripted: ScriptedServer,
+) -> None:
+    """The loop with a stream, over the scripted server: a repeated call is not run again, the
+    model's forced answer streams in pieces, and the stream ends with exactly the answer."""
+    again = ScriptedResponse(
+        tool_calls=[ScriptedToolCall(name="sql_query", arguments={"query": "SELECT 1"})]
+    )
+    answer = "In 2025 you signed 47 contracts with EU providers above 100,000 euros."
+    scripted.set_scenario(Scenario(turns=[again, again, ScriptedResponse(content=answer)]))
+    events: list[RunEvent] = []
+    stream = AnswerStream(events.append)
+    result = await make_agent(scripted.url, [seed_sql()]).run("q", stream=stream)
+    stream.finish(result.answer)
+    assert result.trace.forced_answer
+    assert "".join(e.text for e in events if isinstance(e, AnswerText)) == answer
+    assert sum(isinstance(e, AnswerText) for e in events) > 3
+    steps = [(e.kind, e.data.get("tool")) for e in events if isinstance(e, Progress)]
+    assert steps == [
+        ("model", None),
+        ("tools", None),
+        ("tool", "sql_query"),
+        ("model", None),
+        ("model", None),
+    ]
