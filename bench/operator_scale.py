@@ -56,7 +56,7 @@ from scale_kit import (
 
 from sleuth.core.errors import KubeRetryable
 from sleuth.core.kube import AGENT_DEPLOYMENT, DEPLOYMENT, TOOL_BINDING, Kube, new_api_client
-from sleuth.operator.handlers import settings_from_env
+from sleuth.operator.render.meta import RenderSettings
 from sleuth.operator.status import rollout
 
 BARE_NS, OPERATOR_NS = "scale-bare", "scale-op"
@@ -73,7 +73,11 @@ class Budget:
         return max(0.0, min(seconds, self.end - time.monotonic()))
 
 
-def wait_until(check: Callable[[], bool], timeout: float, interval: float = 1.0) -> float | None:
+def note(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def wait_until(check: Callable[[], bool], timeout: float, interval: float) -> float | None:
     """Seconds until ``check()`` held, None when it did not within ``timeout``."""
     started = time.monotonic()
     while True:
@@ -82,6 +86,11 @@ def wait_until(check: Callable[[], bool], timeout: float, interval: float = 1.0)
         if time.monotonic() - started >= timeout:
             return None
         time.sleep(interval)
+
+
+def poll_interval(agents: int) -> float:
+    """Listing every object costs the apiserver (and this machine): less often at scale."""
+    return max(1.0, min(5.0, agents / 50))
 
 
 def apply_all(kube: Kube, manifests: list[dict[str, Any]], workers: int) -> int:
@@ -164,17 +173,24 @@ def per_minute(writes: list[Write], seconds: float) -> float:
 
 def bare_phase(cluster: Cluster, kube: Kube, args: argparse.Namespace, budget: Budget) -> dict:
     cluster.fresh_namespace(BARE_NS)
-    children = rendered_children(agent_objects(BARE_NS, args.agents), settings_from_env())
+    children = rendered_children(agent_objects(BARE_NS, args.agents), RenderSettings())
     deployments = [c for c in children if c["kind"] == "Deployment"]
     started, wall = time.monotonic(), time.time()
     failed = apply_all(kube, children, args.bare_workers)
     applied = time.monotonic() - started
 
+    note(f"bare client: {len(children)} children applied in {applied:.1f} s ({failed} failed)")
+    shown = [0.0]
+
     def all_ready() -> bool:
         live = kube.list(DEPLOYMENT, BARE_NS)
-        return sum(rollout(d["metadata"]["name"], d).ready for d in live) >= len(deployments)
+        ready = sum(rollout(d["metadata"]["name"], d).ready for d in live)
+        if time.monotonic() - shown[0] > 30:
+            note(f"bare client: {ready}/{len(deployments)} Deployments ready")
+            shown[0] = time.monotonic()
+        return ready >= len(deployments)
 
-    waited = wait_until(all_ready, budget.cap(args.ready_timeout))
+    waited = wait_until(all_ready, budget.cap(args.ready_timeout), poll_interval(args.agents))
     result = {
         "children": len(children),
         "deployments": len(deployments),
@@ -183,6 +199,7 @@ def bare_phase(cluster: Cluster, kube: Kube, args: argparse.Namespace, budget: B
         "ready_s": None if waited is None else applied + waited,
         "started_at": wall,
     }
+    note(f"bare client: ready after {waited} s of waiting; deleting {BARE_NS}")
     result["deleted_s"] = cluster.delete_namespace(BARE_NS, budget.cap(args.ready_timeout))
     return result
 
@@ -198,7 +215,9 @@ def operator_phase(
     started, wall = time.monotonic(), time.time()
     failed = apply_all(admin, objects, args.bare_workers)
     applied = time.monotonic() - started
+    note(f"operator: {len(objects)} custom resources applied in {applied:.1f} s")
     progress: dict[str, float] = {}
+    shown = [0.0]
 
     def all_ready() -> bool:
         if not operator.alive():
@@ -209,9 +228,12 @@ def operator_phase(
         for share in (0.5, 0.9):
             if ready >= share * len(objects) and str(share) not in progress:
                 progress[str(share)] = time.monotonic() - started
+        if time.monotonic() - shown[0] > 30:
+            note(f"operator: {ready}/{len(objects)} Ready")
+            shown[0] = time.monotonic()
         return ready >= len(objects)
 
-    waited = wait_until(all_ready, budget.cap(args.ready_timeout))
+    waited = wait_until(all_ready, budget.cap(args.ready_timeout), poll_interval(args.agents))
     cpu, rss = operator.stats()
     return {
         "objects": len(objects),
@@ -241,7 +263,14 @@ def count(audit: AuditLog | None, who: str, start: float, end: float) -> dict | 
 
 
 def run(cluster: Cluster, args: argparse.Namespace, budget: Budget) -> dict:
-    result: dict[str, Any] = {"agents": args.agents, "loadavg_start": os.getloadavg()[0]}
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    result: dict[str, Any] = {
+        "agents": args.agents,
+        "commit": commit,
+        "loadavg_start": os.getloadavg()[0],
+    }
     cluster.install_crds()
     configs = cluster.identities()
     audit = AuditLog(cluster.audit_log) if cluster.audit_log else None
@@ -251,7 +280,7 @@ def run(cluster: Cluster, args: argparse.Namespace, budget: Budget) -> dict:
     result["bare"] = bare_phase(cluster, bare, args, budget)
     end = time.time()
     result["bare"]["writes"] = count(audit, "bare", result["bare"]["started_at"], end)
-    print(f"bare client: {json.dumps(result['bare'])}", file=sys.stderr)
+    note(f"bare client: {json.dumps(result['bare'])}")
 
     log = cluster.workdir / "operator.log"
     operator = Operator(configs["operator"], log, args.operator_arg or [])
@@ -259,10 +288,11 @@ def run(cluster: Cluster, args: argparse.Namespace, budget: Budget) -> dict:
         phase = operator_phase(cluster, admin, operator, args, budget)
         result["operator"] = phase
         phase["writes"] = count(audit, "operator", phase["started_at"], phase["ready_at"])
-        print(f"operator: {json.dumps(phase)}", file=sys.stderr)
+        note(f"operator: {json.dumps(phase)}")
         if phase["ready_s"] is None:
             return result
 
+        note("operator: all Ready; quiet window")
         quiet_from = time.time() + args.settle_seconds
         cpu_before = operator.stats()[0]
         time.sleep(budget.cap(args.settle_seconds + args.quiet_seconds))
@@ -276,6 +306,7 @@ def run(cluster: Cluster, args: argparse.Namespace, budget: Budget) -> dict:
         }
         result["exit_after_sigterm_s"] = operator.terminate(args.term_timeout)
 
+        note(f"operator: exited {result['exit_after_sigterm_s']} s after SIGTERM; restarting")
         restarted = time.time()
         operator.start()
         time.sleep(budget.cap(args.restart_seconds))
@@ -362,8 +393,8 @@ def main() -> int:
     parser.add_argument("--keep-cluster", action="store_true")
     parser.add_argument("--out", help="JSON results (default bench/results/operator_scale-N.json)")
     args = parser.parse_args()
-    # Per agent: a model pod (1 GPU), an agent pod and three tool pods; a CPU node takes 110 pods.
-    args.cpu = args.cpu or max(2, math.ceil(args.agents * 4 / 100))
+    # Per agent: a model pod (1 GPU), an agent pod and three tool pods; 80 per CPU node (of 110).
+    args.cpu = args.cpu or max(2, math.ceil(args.agents * 4 / 80))
     if args.h100 * 8 < args.agents:
         parser.error(f"--h100 {args.h100}: {args.h100 * 8} GPUs for {args.agents} model pods")
     budget = Budget(args.budget_seconds)
@@ -374,14 +405,15 @@ def main() -> int:
         cluster = Cluster(Path(args.kubeconfig), cache / "bin" / "current", audit, workdir=workdir)
     else:
         name = f"sleuth-scale-{os.getpid()}"
-        print(f"starting cluster {name} ({args.h100} H100 + {args.cpu} CPU nodes)", file=sys.stderr)
+        note(f"starting cluster {name} ({args.h100} H100 + {args.cpu} CPU nodes)")
         cluster = Cluster.start(name, args.h100, args.cpu, workdir, budget.cap(900))
     try:
         result = run(cluster, args, budget)
     finally:
         if not args.keep_cluster:
             cluster.stop()
-    print(f"\nOperator at scale ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; logs in {workdir})\n")
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    print(f"\nOperator at scale ({when}, sleuth {result['commit']}; logs in {workdir})\n")
     print(table(result, args))
     out = Path(args.out or ROOT / "bench" / "results" / f"operator_scale-{args.agents}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
