@@ -1,7 +1,7 @@
 """The operator at scale, side by side with a bare client applying the same children.
 
     .venv/bin/python bench/operator_scale.py --agents 100 [--h100 250] [--cpu auto]
-    .venv/bin/python bench/operator_scale.py --agents 2 --kubeconfig K --audit-log L  # a cluster of yours
+    .venv/bin/python bench/operator_scale.py --agents 2 --kubeconfig K --audit-log L  # your cluster
 
 Starts the test control plane (tests/cluster/up.sh: kwok-simulated H100 and CPU nodes, the Service
 range widened to a /16, an audit policy that logs the write requests of the benchmark's two
@@ -344,17 +344,31 @@ def table(r: dict[str, Any], args: argparse.Namespace) -> str:
         ),
         (f"bare client: until its {b['deployments']} Deployments are ready", _s(b["ready_s"])),
         ("operator: apply → all Ready", _s(o.get("ready_s"))),
-        ("operator: 50 % / 90 % Ready", f"{_s(o.get('half_ready_s'))} / {_s(o.get('ninety_ready_s'))}"),
-        ("**ratio operator / bare** (target ≤ 1.25)", "n/a" if ratio is None else f"**{ratio:.2f}×**"),
+        (
+            "operator: 50 % / 90 % Ready",
+            f"{_s(o.get('half_ready_s'))} / {_s(o.get('ninety_ready_s'))}",
+        ),
+        (
+            "**ratio operator / bare** (target ≤ 1.25)",
+            "n/a" if ratio is None else f"**{ratio:.2f}×**",
+        ),
     ]
     w = (b.get("writes") or {}, o.get("writes") or {})
     if w[0] or w[1]:
-        rows.append(("writes: bare / operator until Ready", f"{w[0].get('writes')} / {w[1].get('writes')} ({w[1].get('breakdown')})"))
+        rows.append(
+            (
+                "writes: bare / operator until Ready",
+                f"{w[0].get('writes')} / {w[1].get('writes')} ({w[1].get('breakdown')})",
+            )
+        )
     rows.append(("operator CPU until Ready", _s(o.get("cpu_s"))))
     if "quiet" in r:
         q = r["quiet"]
         rows += [
-            (f"converged: writes/min over {q['seconds']:.0f} s (target 0)", f"{q.get('per_minute', float('nan')):.1f} ({q.get('breakdown', 'not counted')})"),
+            (
+                f"converged: writes/min over {q['seconds']:.0f} s (target 0)",
+                f"{q.get('per_minute', float('nan')):.1f} ({q.get('breakdown', 'not counted')})",
+            ),
             ("converged: operator CPU s/min", f"{q['cpu_s'] * 60 / q['seconds']:.1f}"),
             ("operator peak RSS", f"{q['peak_rss_mib']:.0f} MiB"),
             ("exit after SIGTERM (converged)", _s(r.get("exit_after_sigterm_s"))),
@@ -362,12 +376,20 @@ def table(r: dict[str, Any], args: argparse.Namespace) -> str:
     if "restart" in r:
         s = r["restart"]
         rows += [
-            (f"after restart: writes/min over {s['seconds']:.0f} s", f"{s.get('per_minute', float('nan')):.1f} ({s.get('breakdown', 'not counted')})"),
+            (
+                f"after restart: writes/min over {s['seconds']:.0f} s",
+                f"{s.get('per_minute', float('nan')):.1f} ({s.get('breakdown', 'not counted')})",
+            ),
             ("after restart: CPU s, peak RSS", f"{s['cpu_s']:.1f} s, {s['peak_rss_mib']:.0f} MiB"),
             ("after restart: still Ready", f"{s['ready_after']} of {args.agents * 4}"),
             ("exit after SIGTERM (after restart)", _s(r.get("exit_after_second_sigterm_s"))),
         ]
-    rows.append(("load average (1 min) start / end", f"{r['loadavg_start']:.1f} / {r.get('loadavg_end', float('nan')):.1f}"))
+    rows.append(
+        (
+            "load average (1 min) start / end",
+            f"{r['loadavg_start']:.1f} / {r.get('loadavg_end', float('nan')):.1f}",
+        )
+    )
     lines = ["| what | figure |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
     return "\n".join(lines)
 

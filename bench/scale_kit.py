@@ -122,7 +122,9 @@ class Cluster:
 
     def apply(self, objects: list[dict[str, Any]]) -> None:
         body = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects})
-        self.kubectl("apply", "--server-side", "--field-manager", "sleuth-bench", "-f", "-", input=body)
+        self.kubectl(
+            "apply", "--server-side", "--field-manager", "sleuth-bench", "-f", "-", input=body
+        )
 
     def install_crds(self) -> None:
         self.kubectl("apply", "--server-side", "-f", str(ROOT / "crds"))
@@ -245,9 +247,7 @@ class AuditLog:
                 resource += "/" + ref["subresource"]
             at = datetime.fromisoformat(event["requestReceivedTimestamp"]).timestamp()
             code = int((event.get("responseStatus") or {}).get("code", 0))
-            self.writes.append(
-                Write(at, event["user"]["username"], event["verb"], resource, code)
-            )
+            self.writes.append(Write(at, event["user"]["username"], event["verb"], resource, code))
 
     def between(self, identity: str, start: float, end: float) -> list[Write]:
         self.read()

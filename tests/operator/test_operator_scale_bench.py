@@ -57,14 +57,17 @@ def test_the_scale_benchmark_runs_at_two_agents(tmp_path: Path) -> None:
     assert "| converged: writes/min over " in run.stdout
     result = json.loads(out.read_text())
     bare, operator = result["bare"], result["operator"]
-    assert bare["failed_applies"] == 0 and operator["failed_applies"] == 0
+    assert bare["failed_applies"] == 0
+    assert operator["failed_applies"] == 0
     # 2 agents: model Deployment + Service, agent Deployment + Service + ConfigMap (+ what the
     # renderers add), three tools of four children each: every apply reached the audit log.
     assert bare["children"] >= 2 * (5 + 3 * 4)
     assert bare["writes"]["writes"] == bare["children"], bare["writes"]
-    assert bare["ready_s"] > 0 and operator["ready_s"] > 0
+    assert bare["ready_s"] > 0
+    assert operator["ready_s"] > 0
     assert operator["writes"]["writes"] >= bare["children"]  # it applied them too
-    assert operator["peak_rss_mib"] > 0 and operator["cpu_s"] > 0
+    assert operator["peak_rss_mib"] > 0
+    assert operator["cpu_s"] > 0
     assert result["quiet"]["seconds"] >= 10
     assert result["restart"]["ready_after"] == 2 * 4
     assert result["exit_after_sigterm_s"] is not None
