@@ -401,6 +401,7 @@ def main() -> int:
     parser.add_argument("--cpu", type=int, default=0, help="simulated CPU nodes (0: enough)")
     parser.add_argument("--kubeconfig", help="use this running cluster instead of starting one")
     parser.add_argument("--audit-log", help="its audit log, written with scale_kit.AUDIT_POLICY")
+    parser.add_argument("--bin-dir", help="kubectl's folder (default ~/.cache/sleuth/bin/current)")
     parser.add_argument("--bare-workers", type=int, default=4, help="threads applying (both sides)")
     parser.add_argument("--ready-timeout", type=float, default=1200, help="cap per wait (s)")
     parser.add_argument("--operator-warmup", type=float, default=5, help="start → first apply (s)")
@@ -424,7 +425,8 @@ def main() -> int:
     if args.kubeconfig:
         cache = Path(os.environ.get("SLEUTH_CACHE", Path.home() / ".cache" / "sleuth"))
         audit = Path(args.audit_log) if args.audit_log else None
-        cluster = Cluster(Path(args.kubeconfig), cache / "bin" / "current", audit, workdir=workdir)
+        bin_dir = Path(args.bin_dir) if args.bin_dir else cache / "bin" / "current"
+        cluster = Cluster(Path(args.kubeconfig), bin_dir, audit, workdir=workdir)
     else:
         name = f"sleuth-scale-{os.getpid()}"
         note(f"starting cluster {name} ({args.h100} H100 + {args.cpu} CPU nodes)")
