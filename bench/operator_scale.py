@@ -332,6 +332,10 @@ def _s(value: float | None, unit: str = " s") -> str:
     return "not reached" if value is None else f"{value:.1f}{unit}"
 
 
+def _exit(seconds: float | None, args: argparse.Namespace) -> str:
+    return f"> {args.term_timeout:.0f} s (killed)" if seconds is None else f"{seconds:.1f} s"
+
+
 def table(r: dict[str, Any], args: argparse.Namespace) -> str:
     b, o = r["bare"], r.get("operator", {})
     ratio = o.get("ready_s") / b["ready_s"] if o.get("ready_s") and b["ready_s"] else None
@@ -371,7 +375,7 @@ def table(r: dict[str, Any], args: argparse.Namespace) -> str:
             ),
             ("converged: operator CPU s/min", f"{q['cpu_s'] * 60 / q['seconds']:.1f}"),
             ("operator peak RSS", f"{q['peak_rss_mib']:.0f} MiB"),
-            ("exit after SIGTERM (converged)", _s(r.get("exit_after_sigterm_s"))),
+            ("exit after SIGTERM (converged)", _exit(r.get("exit_after_sigterm_s"), args)),
         ]
     if "restart" in r:
         s = r["restart"]
@@ -382,7 +386,10 @@ def table(r: dict[str, Any], args: argparse.Namespace) -> str:
             ),
             ("after restart: CPU s, peak RSS", f"{s['cpu_s']:.1f} s, {s['peak_rss_mib']:.0f} MiB"),
             ("after restart: still Ready", f"{s['ready_after']} of {args.agents * 4}"),
-            ("exit after SIGTERM (after restart)", _s(r.get("exit_after_second_sigterm_s"))),
+            (
+                "exit after SIGTERM (after restart)",
+                _exit(r.get("exit_after_second_sigterm_s"), args),
+            ),
         ]
     rows.append(
         (
