@@ -373,7 +373,7 @@ def table(r: dict[str, Any], args: argparse.Namespace) -> str:
                 f"converged: writes/min over {q['seconds']:.0f} s (target 0)",
                 f"{q.get('per_minute', float('nan')):.1f} ({q.get('breakdown', 'not counted')})",
             ),
-            ("converged: operator CPU s/min", f"{q['cpu_s'] * 60 / q['seconds']:.1f}"),
+            ("converged: operator CPU s/min", f"{q['cpu_s'] * 60 / max(q['seconds'], 1e-9):.1f}"),
             ("operator peak RSS", f"{q['peak_rss_mib']:.0f} MiB"),
             ("exit after SIGTERM (converged)", _exit(r.get("exit_after_sigterm_s"), args)),
         ]
