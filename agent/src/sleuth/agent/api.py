@@ -5,7 +5,7 @@
 ``GET  /v1/models``            the agent, as one model
 ``GET  /healthz`` ``/readyz``  liveness; readiness (the model server answers, or the router
                                can stand in: ``{"status": "degraded: ..."}``)
-``GET  /metrics``              Prometheus exposition
+``GET  /metrics``              Prometheus exposition (OpenMetrics, with exemplars, when asked)
 ``GET  /.well-known/agent-card.json``, ``POST /a2a``   the agent as an A2A agent
                                (:mod:`sleuth.agent.a2a_api`; ``a2a.enabled``)
 
@@ -26,7 +26,6 @@ from typing import Literal
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 from starlette.types import Scope
@@ -36,6 +35,7 @@ from sleuth.agent.errors import RequestRejected
 from sleuth.agent.http_errors import error_body, http_exception, overloaded
 from sleuth.agent.httpguard import HttpLimits, RequestGuard
 from sleuth.agent.intake import Conversation, HistoryMessage, read_json
+from sleuth.agent.metrics import exposition
 from sleuth.agent.openai_api import router as openai_router
 from sleuth.agent.service import AgentService, Overloaded
 from sleuth.agent.toolrun import BoundTool
@@ -125,7 +125,8 @@ async def readyz(request: Request) -> Response:
 @health_router.get("/metrics")
 async def metrics(request: Request) -> Response:
     registry = service_of(request).metrics.registry
-    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+    body, content_type = exposition(registry, request.headers.get("accept"))
+    return Response(body, media_type=content_type)
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:

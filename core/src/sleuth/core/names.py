@@ -93,6 +93,9 @@ AGENT_MODEL_TTFT_SECONDS = "sleuth_agent_model_ttft_seconds"
 AGENT_TOKENS = "sleuth_agent_tokens_total"
 AGENT_ONLINE_EVAL_DROPPED = "sleuth_agent_online_eval_dropped_total"
 """Named by the AgentDeployment CRD's description of ``onlineEval.queueSize``."""
+AGENT_ONLINE_SCORE = "sleuth_agent_online_score"
+"""Histogram of every online score (label ``metric``), each observation with an exemplar
+``{trace_id}`` when its request was traced: the dashboard's way from a low score to the trace."""
 
 # -- Operator series the chart's dashboard and PrometheusRule query -------------------------------
 
@@ -119,6 +122,7 @@ SERIES: frozenset[str] = frozenset(
         AGENT_MODEL_TTFT_SECONDS,
         AGENT_TOKENS,
         AGENT_ONLINE_EVAL_DROPPED,
+        AGENT_ONLINE_SCORE,
         OPERATOR_RECONCILES,
         OPERATOR_RECONCILE_SECONDS,
         OPERATOR_READY,
@@ -136,3 +140,7 @@ LABEL_VALUES: dict[str, frozenset[str]] = {
 # Requests the scheduled evaluation sends to an agent carry this header, and the agent does not
 # sample them for its online evaluation (their scores would count twice).
 EVAL_HEADER = "X-Sleuth-Eval"
+
+# The agent's response carries the request's OpenTelemetry trace id (32 lowercase hex) in this
+# header (and in the body's ``sleuth.traceId``); the eval run records it per golden question.
+TRACE_ID_HEADER = "X-Sleuth-Trace-Id"
