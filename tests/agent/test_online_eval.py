@@ -370,8 +370,10 @@ def test_a_traced_score_is_an_exemplar_and_an_event_on_its_trace(model: Scripted
     # the plain text format (what a scraper gets without asking) has no exemplars
     text, text_type = exposition(metrics.registry, None)
     assert text_type.startswith("text/plain")
-    assert b"trace_id" not in text
-    assert b'sleuth_agent_online_score_bucket{agent="ops",le="0.8",metric="faithfulness"} 1.0' in text
+    assert b"# {trace_id=" not in text
+    assert (
+        b'sleuth_agent_online_score_bucket{agent="ops",le="0.8",metric="faithfulness"} 1.0' in text
+    )
 
 
 def test_a_trace_id_without_a_current_span_still_reaches_its_trace(
@@ -414,7 +416,9 @@ def test_metrics_serve_openmetrics_when_asked(model: ScriptedServer, tmp_path: P
     online = {"sampleRate": 1.0, "concurrency": 1}
     with AgentProcess(config(model.url, online), tmp_path) as agent:
         ask_ok(agent, 1)
-        agent.wait_for("sleuth_agent_online_eval_scored_total", 1, agent="ops", metric="faithfulness")
+        agent.wait_for(
+            "sleuth_agent_online_eval_scored_total", 1, agent="ops", metric="faithfulness"
+        )
         om = httpx.get(f"{agent.url}/metrics", headers={"Accept": OPENMETRICS}, timeout=10)
         text = httpx.get(f"{agent.url}/metrics", timeout=10)
     assert om.headers["content-type"].startswith("application/openmetrics-text")

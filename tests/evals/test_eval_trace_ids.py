@@ -68,7 +68,11 @@ def traced_agent_url(worked_example: RagSample) -> Iterator[str]:
 
 @pytest.mark.integration
 def test_rows_carry_the_trace_id_of_their_agent_request(
-    traced_agent_url: str, judge_server: ScriptedServer, worked_example: RagSample, tmp_path: Path
+    traced_agent_url: str,
+    judge_server: ScriptedServer,
+    worked_example: RagSample,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     cases = [
         GoldenCase(
@@ -120,6 +124,9 @@ def test_rows_carry_the_trace_id_of_their_agent_request(
     assert rows["redis"]["traceId"] == trace_id_for(worked_example.question)  # from the body
     assert rows["false-premise"]["traceId"] == trace_id_for(ADVERSARIAL)  # from the header
     assert rows["redis"]["scores"]["faithfulness"] == 0.75
+    # the console (the eval Job's log) names the lowest rows with their traces
+    expected = f"0.7500 row redis trace {trace_id_for(worked_example.question)}"
+    assert expected in capsys.readouterr().out
     # the saved records keep the id in the agent's own place, read back by --traces / --samples
     runs = [json.loads(line) for line in record.read_text().splitlines()]
     assert {r["id"]: r["sleuth"]["traceId"] for r in runs} == {
@@ -216,7 +223,10 @@ def test_report_lists_rows_worst_first_with_their_trace_links(tmp_path: Path) ->
     # `sleuth eval report` renders a saved result the same way
     result, page = tmp_path / "r.json", tmp_path / "r.html"
     result.write_text(json.dumps(doc))
-    assert main(["eval", "report", str(result), "--html", str(page), "--trace-url-template", JAEGER]) == 1
+    assert (
+        main(["eval", "report", str(result), "--html", str(page), "--trace-url-template", JAEGER])
+        == 1
+    )
     assert f'<a href="http://jaeger.example:16686/trace/{b}">' in page.read_text()
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from opentelemetry import trace as otel
+
 from sleuth.agent.metrics import OnlineEvalMetrics
 from sleuth.agent.trace import Trace
 from sleuth.core.api.agent_config import AgentConfig
@@ -75,7 +76,9 @@ def trace_parent(trace_id: str | None) -> tuple[str | None, otel.SpanContext | N
     trace, under a span id of their own (the trace UI shows them with an unknown parent).
     """
     current = otel.get_current_span().get_span_context()
-    if current.is_valid and (trace_id is None or trace_id == otel.format_trace_id(current.trace_id)):
+    if current.is_valid and (
+        trace_id is None or trace_id == otel.format_trace_id(current.trace_id)
+    ):
         return otel.format_trace_id(current.trace_id), current
     if trace_id is None:
         return None, None
@@ -302,9 +305,7 @@ class OnlineEvaluator:
             return None
         return value
 
-    def _error(
-        self, metric: str, reason: str, detail: str, span: otel.Span | None = None
-    ) -> None:
+    def _error(self, metric: str, reason: str, detail: str, span: otel.Span | None = None) -> None:
         self.metrics.errors.labels(self.agent, metric, reason).inc()
         record_failure(span, reason)
         log.warning("online eval of %s failed (%s): %s", metric, reason, detail[:300])

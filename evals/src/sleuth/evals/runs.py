@@ -182,11 +182,12 @@ def run_tsa(args: argparse.Namespace) -> int:
         results = []
         for c in cases:
             rec = recorded.get(c.id) or recorded.get(content_key(c.query))
-            results.append(
-                error_result(c, "no recorded trace for this case")
-                if rec is None
-                else score_case(c, rec.first_calls, specs)
-            )
+            if rec is None:
+                results.append(error_result(c, "no recorded trace for this case"))
+                continue
+            result = score_case(c, rec.first_calls, specs)
+            result.trace_id = rec.trace_id
+            results.append(result)
         run = TsaRun(results=results, extra={"source": str(args.traces)})
     elif args.router:
         from sleuth.agent.router import RouterModel

@@ -3,8 +3,9 @@
 Each golden case goes to the agent's ``POST /v1/query``; its answer and trace (through
 :mod:`sleuth.evals.traces`, the one reader of the trace format) become a :class:`RagSample` with
 the golden reference, stratum and split, and the request's OpenTelemetry trace id (the body's
-``sleuth.traceId`` or the ``X-Sleuth-Trace-Id`` header; None when the agent's tracing is off). A 429 is retried after its ``Retry-After`` (at most
-twice); any other failure is a counted :class:`Failure` of metric ``agent``, never a silent gap.
+``sleuth.traceId`` or the ``X-Sleuth-Trace-Id`` header; None when the agent's tracing is off).
+A 429 is retried after its ``Retry-After`` (at most twice); any other failure is a counted
+:class:`Failure` of metric ``agent``, never a silent gap.
 """
 
 from __future__ import annotations

@@ -273,12 +273,17 @@ def _section(doc: Mapping[str, Any], trace_url: str | None = None) -> str:
         out.append(confusion_svg(s["confusion"]))
         wrong = [c for c in doc["cases"] if not c["passed"]]
         out.append(f"<h3>Cases not passed ({len(wrong)})</h3>")
-        out.append(
-            _table(
-                ["case", "expected", "predicted", "why"],
-                [(c["id"], c["expected"], c["predicted"], "; ".join(c["reasons"])) for c in wrong],
-            )
-        )
+        traced = any(c.get("traceId") for c in doc["cases"])
+        head = ["case", "expected", "predicted", "why"] + (["trace"] if traced else [])
+        body = []
+        for c in wrong:
+            cells = [escape(str(x)) for x in (c["id"], c["expected"], c["predicted"])]
+            cells.append(escape("; ".join(c["reasons"])))
+            if traced:
+                cells.append(trace_cell(c.get("traceId"), trace_url))
+            body.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+        header = "".join(f"<th>{escape(h)}</th>" for h in head)
+        out.append(f"<table><tr>{header}</tr>{''.join(body)}</table>")
     usage = doc.get("usage") or {}
     out.append("<h3>Usage</h3>" + _table(list(usage), [list(usage.values())]))
     return "\n".join(out)
