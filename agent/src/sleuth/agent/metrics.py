@@ -54,7 +54,8 @@ def exposition(registry: CollectorRegistry, accept: str | None) -> tuple[bytes, 
     """``/metrics`` body and content type: OpenMetrics (which carries the online scores'
     exemplars) when the scraper's Accept header asks for it, else the Prometheus text format."""
     if accept and "application/openmetrics-text" in accept:
-        return generate_openmetrics(registry), OPENMETRICS_CONTENT_TYPE
+        body: bytes = generate_openmetrics(registry)  # type: ignore[no-untyped-call]
+        return body, OPENMETRICS_CONTENT_TYPE
     return generate_latest(registry), TEXT_CONTENT_TYPE
 
 
