@@ -71,14 +71,14 @@ class Sample:
 def trace_parent(trace_id: str | None) -> tuple[str | None, otel.SpanContext | None]:
     """The trace id and the parent span for a sample offered now.
 
-    The current span (the request's, when tracing is on) is the parent, and its trace id the
-    default id. A ``trace_id`` from elsewhere with no such span still puts the scores on that
-    trace, under a span id of their own (the trace UI shows them with an unknown parent).
+    The current span (the request's, when tracing is on and the trace is sampled) is the
+    parent, and its trace id the default id. A ``trace_id`` from elsewhere with no such span
+    still puts the scores on that trace, under a span id of their own (the trace UI shows them
+    with an unknown parent).
     """
     current = otel.get_current_span().get_span_context()
-    if current.is_valid and (
-        trace_id is None or trace_id == otel.format_trace_id(current.trace_id)
-    ):
+    own = current.is_valid and current.trace_flags.sampled  # an id the trace backend will have
+    if own and (trace_id is None or trace_id == otel.format_trace_id(current.trace_id)):
         return otel.format_trace_id(current.trace_id), current
     if trace_id is None:
         return None, None
@@ -174,6 +174,8 @@ class OnlineEvaluator:
         tracer: otel.Tracer | None = None,
     ) -> None:
         self.config = config
+        # the agent's tracer (sleuth.core.tracing travels as an object, no global provider);
+        # without one, the API's global tracer: a no-op unless someone set a global provider
         self.tracer = tracer or otel.get_tracer("sleuth.agent.onlineeval")
         self.online = config.online_eval
         self.metrics = metrics
