@@ -34,6 +34,8 @@ import aiohttp
 from sleuth.core import guided
 from sleuth.core.errors import ModelResponseError, ModelTimeout, ModelUnavailable
 from sleuth.core.guided import GuidedFormat, ToolCalling
+from sleuth.core.spans import chat_span, record_turn
+from sleuth.core.tracing import Tracing, inject_headers
 
 log = logging.getLogger("sleuth.llm")
 
@@ -119,7 +121,8 @@ class OpenAIChatModel:
     ``tool_calls`` in the reply) or ``guided`` (the same plus the schema of
     :mod:`sleuth.core.guided`, carried as ``guided_format`` says, at most ``max_calls`` calls per
     reply; the reply's text is parsed; ``tool_choice`` is then ``none``, which vLLM accepts
-    without a tool-call parser).
+    without a tool-call parser). ``tracing``: each call is a ``chat`` span (see
+    :mod:`sleuth.core.spans`); without it the active span's ``traceparent`` still goes out.
     """
 
     def __init__(
@@ -138,6 +141,7 @@ class OpenAIChatModel:
         tool_calling: ToolCalling = "native",
         guided_format: GuidedFormat = "json_schema",
         max_calls: int = guided.DEFAULT_MAX_CALLS,
+        tracing: Tracing | None = None,
     ) -> None:
         if tool_calling == "guided" and response_format is not None:
             raise ValueError("response_format and tool_calling=guided are exclusive")
@@ -156,6 +160,7 @@ class OpenAIChatModel:
         self._tool_choice = tool_choice
         self._response_format = response_format
         self._session: aiohttp.ClientSession | None = None
+        self._tracing = tracing
         # A guided reply's text is JSON, not the answer: it is parsed whole, never relayed.
         self.streams_text = stream and tool_calling != "guided"
 
@@ -208,31 +213,40 @@ class OpenAIChatModel:
         on_text: TextSink | None = None,
     ) -> ModelTurn:
         """One call. ``on_text`` (streamed, native calls only) receives the reply's text as it
-        arrives, until the reply turns to tool calls."""
+        arrives, until the reply turns to tool calls. With tracing, the call is a ``chat`` span
+        whose ``traceparent`` goes to the server."""
         body = self._body(messages, tools)
         sink = on_text if self.streams_text else None
+        tracing = self._tracing
+        if tracing is None or not tracing.enabled:
+            return self._guided(await self._post(body, sink), messages)
+        with chat_span(tracing, self.name, self.base_url, self._params, messages) as span:
+            turn = self._guided(await self._post(body, sink), messages)
+            record_turn(span, turn, tracing.capture_content)
+            return turn
+
+    def _guided(self, turn: ModelTurn, messages: list[dict[str, Any]]) -> ModelTurn:
+        if self.tool_calling == "guided":
+            return _guided_turn(turn, guided.turn_index(messages))
+        return turn
+
+    async def _post(self, body: dict[str, Any], sink: TextSink | None) -> ModelTurn:
         started = time.perf_counter()
+        headers = inject_headers({"Content-Type": "application/json"})
         try:
             async with self._client().post(
-                self._url,
-                data=json.dumps(body),
-                timeout=self._timeout,
-                headers={"Content-Type": "application/json"},
+                self._url, data=json.dumps(body), timeout=self._timeout, headers=headers
             ) as response:
                 if response.status != 200:
                     await _raise_for_status(response)
                 if self._stream:
-                    turn = await _read_stream(response, started, sink)
-                else:
-                    turn = _parse_body(await response.read())
+                    return await _read_stream(response, started, sink)
+                return _parse_body(await response.read())
         except TimeoutError as exc:
             raise ModelTimeout(f"model call timed out after {self._timeout_s:g} s") from exc
         except aiohttp.ClientError as exc:  # the text names the server's address: logged only
             log.warning("model server unreachable: %r", exc)
             raise ModelUnavailable(f"model server unreachable ({type(exc).__name__})") from exc
-        if self.tool_calling == "guided":
-            return _guided_turn(turn, guided.turn_index(messages))
-        return turn
 
 
 def _guided_turn(turn: ModelTurn, index: int) -> ModelTurn:

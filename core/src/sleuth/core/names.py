@@ -93,6 +93,9 @@ AGENT_MODEL_TTFT_SECONDS = "sleuth_agent_model_ttft_seconds"
 AGENT_TOKENS = "sleuth_agent_tokens_total"
 AGENT_ONLINE_EVAL_DROPPED = "sleuth_agent_online_eval_dropped_total"
 """Named by the AgentDeployment CRD's description of ``onlineEval.queueSize``."""
+TRACE_SPANS_DROPPED = "sleuth_trace_spans_dropped_total"
+"""Spans the agent or a tool service never exported (label ``reason``: queue_full,
+export_failed, shutdown): the collector is down or too slow (:mod:`sleuth.core.spanexport`)."""
 
 # -- Operator series the chart's dashboard and PrometheusRule query -------------------------------
 
@@ -119,6 +122,7 @@ SERIES: frozenset[str] = frozenset(
         AGENT_MODEL_TTFT_SECONDS,
         AGENT_TOKENS,
         AGENT_ONLINE_EVAL_DROPPED,
+        TRACE_SPANS_DROPPED,
         OPERATOR_RECONCILES,
         OPERATOR_RECONCILE_SECONDS,
         OPERATOR_READY,
@@ -136,3 +140,6 @@ LABEL_VALUES: dict[str, frozenset[str]] = {
 # Requests the scheduled evaluation sends to an agent carry this header, and the agent does not
 # sample them for its online evaluation (their scores would count twice).
 EVAL_HEADER = "X-Sleuth-Eval"
+# The agent's answer to a traced request carries its trace id (32 lowercase hex) in this header,
+# and in the body's ``sleuth`` part as ``traceId``; absent when tracing is off or not sampled.
+TRACE_ID_HEADER = "X-Sleuth-Trace-Id"
