@@ -134,6 +134,7 @@ class BoundedBatchProcessor(SpanProcessor):
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         """Export what is queued within ``timeout_s``; what is left is dropped and counted."""
+        deadline = time.monotonic() + timeout_s
         self.force_flush(int(timeout_s * 1000))
         with self._lock:
             self._stopping = True
@@ -143,7 +144,7 @@ class BoundedBatchProcessor(SpanProcessor):
             self._dropped(left, "shutdown")
         self._exporter.shutdown()  # ends an export still retrying against a dead collector
         self._wake.set()
-        self._thread.join(timeout=max(0.1, timeout_s / 10))
+        self._thread.join(timeout=max(0.5, deadline - time.monotonic()))
 
 
 def sampler_of(name: str, ratio: float) -> Sampler:
