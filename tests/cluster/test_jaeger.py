@@ -4,7 +4,9 @@ through the query API, by trace id and by service."""
 
 from __future__ import annotations
 
+import socket
 import uuid
+from urllib.parse import urlsplit
 
 import pytest
 from opentelemetry.sdk.resources import Resource
@@ -14,7 +16,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.trace import SpanKind
 
 from sleuth.core.process import answers
-from tests.support.jaeger import Jaeger, jaeger_binary, running_jaeger
+from tests.support.jaeger import Jaeger, required_binary, running_jaeger
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -62,10 +64,11 @@ def test_a_span_sent_over_otlp_http_is_read_back(jaeger: Jaeger) -> None:
 
 def test_the_backend_stops_with_its_block() -> None:
     """A second backend on its own ports next to the session's, gone when its block ends."""
-    binary = jaeger_binary()
-    with running_jaeger(binary) as backend:
+    with running_jaeger(required_binary()) as backend:
         assert answers(backend.query_url + "/api/services")
         trace_id = _send(backend, "sleuth-test-stop")
         assert backend.wait_trace(trace_id, spans=2).trace_id == trace_id
-    assert not answers(backend.query_url + "/api/services")
-    assert not answers(backend.otlp_endpoint)
+    for url in (backend.query_url, backend.otlp_endpoint):
+        address = urlsplit(url)
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection((address.hostname, address.port), timeout=2).close()

@@ -231,17 +231,21 @@ def running_jaeger(binary: Path, timeout: float = START_TIMEOUT_S) -> Iterator[J
             stop_process(process)
 
 
-@pytest.fixture(scope="session")
-def jaeger() -> Iterator[Jaeger]:
-    """One Jaeger for the test session (built on first use; skipped if it cannot be built,
-    except under CI)."""
+def required_binary() -> Path:
+    """:func:`jaeger_binary` in a test: skipped when it cannot be built, failed under CI."""
     try:
-        binary = jaeger_binary()
+        return jaeger_binary()
     except JaegerUnavailable as err:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"Jaeger is required under CI: {err}", pytrace=False)
         pytest.skip(f"Jaeger unavailable: {err}")
-    with running_jaeger(binary) as backend:
+
+
+@pytest.fixture(scope="session")
+def jaeger() -> Iterator[Jaeger]:
+    """One Jaeger for the test session (built on first use; skipped if it cannot be built,
+    except under CI)."""
+    with running_jaeger(required_binary()) as backend:
         yield backend
 
 
@@ -255,5 +259,6 @@ __all__ = [
     "jaeger_binary",
     "jaeger_version",
     "parse_trace",
+    "required_binary",
     "running_jaeger",
 ]
