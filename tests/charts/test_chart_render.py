@@ -388,3 +388,36 @@ def test_install_guide_settings_render(helm: Path) -> None:
         "team-a",
         "team-b",
     ]
+
+
+def test_tracing_values_reach_the_operator_flags(helm: Path) -> None:
+    """Tracing is off by default (no flag); the three values become the operator's flags."""
+    from sleuth.core.cli import build_parser
+
+    assert not [a for a in operator_args(documents(template(helm))) if "tracing" in a]
+    endpoint = "http://jaeger-collector.observability:4318"
+    args = operator_args(
+        documents(
+            template(
+                helm,
+                None,
+                f"tracing.endpoint={endpoint}",
+                "tracing.samplingRatio=0.25",
+                "tracing.captureContent=true",
+            )
+        )
+    )
+    parsed = build_parser("operator").parse_args(args)
+    assert parsed.tracing_endpoint == endpoint
+    assert parsed.tracing_sampling_ratio == 0.25
+    assert parsed.tracing_capture_content is True
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["tracing.samplingRatio=1.5", "tracing.endpoint=jaeger:4318", "tracing.sampler=always_on"],
+)
+def test_bad_tracing_values_are_refused_by_the_schema(helm: Path, bad: str) -> None:
+    proc = run_helm(helm, "template", "sleuth", str(CHART), "--set", bad, check=False)
+    assert proc.returncode != 0
+    assert "tracing" in proc.stderr
