@@ -13,6 +13,7 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,14 +27,17 @@ from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.names import TRACE_ID_HEADER
 from sleuth.core.tracing import Tracing
 from sleuth.scripted import Scenario, ScriptedServer
+from sleuth.core.process import free_port
 from tests.agent.agent_doubles import (
     SEED_ANSWER,
     SEED_QUESTION,
     SEED_SQL,
     seed_sql,
+    seed_tools,
     seed_turns,
     seed_vector,
 )
+from tests.agent.agent_process import AgentProcess
 from tests.agent.tracing_doubles import (
     MemoryTracing,
     attrs,
@@ -215,3 +219,29 @@ def test_tracing_off_adds_nothing(untraced: Served, caplog: pytest.LogCaptureFix
     assert TRACE_ID_HEADER not in chat.headers and "traceId" not in chat.json()["sleuth"]
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("request ")]
     assert len(lines) == 2 and not any("trace_id" in line for line in lines), lines
+
+
+def test_a_collector_that_is_down_leaves_requests_alone(
+    scripted: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sleuth agent`` with traces on and nothing listening at the endpoint: every request is
+    answered (with its trace id), and the spans that could not wait are counted on /metrics."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "4")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "30000")  # the exporter retries for 30 s
+    config = {
+        "model": {"endpoint": scripted.url, "servedModelName": "scripted"},
+        "tools": seed_tools(),
+    }
+    with AgentProcess(config, tmp_path, name="orphan") as agent:
+        for _ in range(3):
+            scripted.set_scenario(Scenario(turns=seed_turns()))
+            answered = agent.ask(SEED_QUESTION)
+            assert answered.status_code == 200
+            assert answered.json()["answer"] == SEED_ANSWER
+            assert answered.headers[TRACE_ID_HEADER] == answered.json()["sleuth"]["traceId"]
+        # 3 requests of 6 spans; at most 4 wait in the queue and 4 in the stuck export
+        dropped = agent.wait_for(
+            "sleuth_trace_spans_dropped_total", 10, agent="orphan", reason="queue_full"
+        )
+        assert dropped <= 14
