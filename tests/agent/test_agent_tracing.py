@@ -25,9 +25,9 @@ from sleuth.agent.toolrun import BoundTool
 from sleuth.core import spans as names
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.names import TRACE_ID_HEADER
+from sleuth.core.process import free_port
 from sleuth.core.tracing import Tracing
 from sleuth.scripted import Scenario, ScriptedServer
-from sleuth.core.process import free_port
 from tests.agent.agent_doubles import (
     SEED_ANSWER,
     SEED_QUESTION,
@@ -42,7 +42,6 @@ from tests.agent.tracing_doubles import (
     MemoryTracing,
     attrs,
     hex_span,
-    hex_trace,
     named,
     parent_id,
 )
@@ -97,18 +96,23 @@ def test_a_query_is_one_trace_of_model_and_tool_spans(
     assert response.status_code == 200
     body = response.json()
     trace_id = response.headers[TRACE_ID_HEADER]
-    assert len(trace_id) == 32 and int(trace_id, 16) and trace_id == trace_id.lower()
+    assert len(trace_id) == 32
+    assert int(trace_id, 16)
+    assert trace_id == trace_id.lower()
     assert body["sleuth"] == {"traceId": trace_id}
     assert body["answer"] == SEED_ANSWER
 
     assert traced.memory is not None
     spans = traced.memory.of_trace(trace_id)
     [root] = named(spans, "invoke_agent")
-    assert root.name == "invoke_agent contracts" and root.kind is SpanKind.SERVER
+    assert root.name == "invoke_agent contracts"
+    assert root.kind is SpanKind.SERVER
     assert root.parent is None
     a = attrs(root)
-    assert a[names.OPERATION] == "invoke_agent" and a[names.AGENT_NAME] == "contracts"
-    assert a[names.STOP_REASON] == "answered" and a[names.ITERATIONS] == 2
+    assert a[names.OPERATION] == "invoke_agent"
+    assert a[names.AGENT_NAME] == "contracts"
+    assert a[names.STOP_REASON] == "answered"
+    assert a[names.ITERATIONS] == 2
     assert list(a[names.CITATIONS]) == ["chunk_1", "chunk_2", "chunk_3"]
     assert root.status.status_code is not StatusCode.ERROR
 
@@ -121,16 +125,20 @@ def test_a_query_is_one_trace_of_model_and_tool_spans(
 
     chat = attrs(chats[0])
     assert chats[0].kind is SpanKind.CLIENT
-    assert chat[names.OPERATION] == "chat" and chat[names.REQUEST_MODEL] == "scripted"
-    assert chat[names.INPUT_TOKENS] > 0 and chat[names.OUTPUT_TOKENS] > 0
+    assert chat[names.OPERATION] == "chat"
+    assert chat[names.REQUEST_MODEL] == "scripted"
+    assert chat[names.INPUT_TOKENS] > 0
+    assert chat[names.OUTPUT_TOKENS] > 0
     assert list(chat[names.FINISH_REASONS]) == ["tool_calls"]
     assert chat[names.TTFT_MS] > 0
     assert list(attrs(chats[2])[names.FINISH_REASONS]) == ["stop"]
 
     sql = attrs(tools[0])
-    assert sql[names.OPERATION] == "execute_tool" and sql[names.TOOL_NAME] == "sql_query"
+    assert sql[names.OPERATION] == "execute_tool"
+    assert sql[names.TOOL_NAME] == "sql_query"
     assert sql[names.TOOL_CALL_ID] == body["trace"]["steps"][1]["calls"][0]["id"]
-    assert sql[names.TOOL_STATUS] == "ok" and sql[names.TOOL_CACHE_HIT] is False
+    assert sql[names.TOOL_STATUS] == "ok"
+    assert sql[names.TOOL_CACHE_HIT] is False
     assert list(attrs(tools[1])[names.CITATIONS]) == ["chunk_1", "chunk_2", "chunk_3"]
     # content capture is off: no prompt, completion, arguments or results on any span
     for span in spans:
@@ -144,7 +152,8 @@ def test_a_query_is_one_trace_of_model_and_tool_spans(
     assert all(int(flags, 16) & 1 for *_, flags in received)
     # one log line for the request, with its trace id
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("request ")]
-    assert len(lines) == 1 and lines[0].endswith(f"trace_id={trace_id}"), lines
+    assert len(lines) == 1, lines
+    assert lines[0].endswith(f"trace_id={trace_id}"), lines
     assert "endpoint=query stop=answered iterations=2 tool_calls=2" in lines[0]
 
 
@@ -156,8 +165,10 @@ def test_the_clients_traceparent_is_continued(traced: Served) -> None:
     assert parent_id(root) == CLIENT_PARENT
     # a client that does not sample: the agent records nothing and gives out no id
     unsampled = traced.query(traceparent=f"00-{'1' * 32}-{CLIENT_PARENT}-00")
-    assert unsampled.status_code == 200 and TRACE_ID_HEADER not in unsampled.headers
-    assert "sleuth" not in unsampled.json() and traced.memory.of_trace("1" * 32) == []
+    assert unsampled.status_code == 200
+    assert TRACE_ID_HEADER not in unsampled.headers
+    assert "sleuth" not in unsampled.json()
+    assert traced.memory.of_trace("1" * 32) == []
 
 
 def test_chat_completions_give_the_trace_id_streamed_or_not(traced: Served) -> None:
@@ -216,9 +227,11 @@ def test_tracing_off_adds_nothing(untraced: Served, caplog: pytest.LogCaptureFix
         json={"messages": [{"role": "user", "content": SEED_QUESTION}]},
         timeout=30,
     )
-    assert TRACE_ID_HEADER not in chat.headers and "traceId" not in chat.json()["sleuth"]
+    assert TRACE_ID_HEADER not in chat.headers
+    assert "traceId" not in chat.json()["sleuth"]
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("request ")]
-    assert len(lines) == 2 and not any("trace_id" in line for line in lines), lines
+    assert len(lines) == 2, lines
+    assert not any("trace_id" in line for line in lines), lines
 
 
 def test_a_collector_that_is_down_leaves_requests_alone(

@@ -31,7 +31,8 @@ pytestmark = pytest.mark.unit
 
 def test_no_endpoint_means_off() -> None:
     settings = TracingSettings.from_env({"OTEL_SERVICE_NAME": "x"}, "sleuth-agent-a")
-    assert settings.endpoint is None and not settings.enabled
+    assert settings.endpoint is None
+    assert not settings.enabled
     tracing = start_tracing(settings)
     assert not tracing.enabled
     with tracing.tracer.start_as_current_span("invoke_agent a") as span:
@@ -58,7 +59,8 @@ def test_settings_read_the_standard_variables() -> None:
     assert settings.resource_attributes == {"deployment.environment": "prod", "team": "a b"}
     assert settings.headers == {"authorization": "Basic abc"}
     assert (settings.sampler, settings.sampler_arg) == ("parentbased_traceidratio", 0.25)
-    assert settings.capture_content and settings.max_queue_size == 100
+    assert settings.capture_content
+    assert settings.max_queue_size == 100
     assert "TraceIdRatioBased{0.25}" in sampler_of(settings.sampler, 0.25).get_description()
 
     full = TracingSettings.from_env(
@@ -70,7 +72,8 @@ def test_settings_read_the_standard_variables() -> None:
         "sleuth-agent-contracts",
     )
     assert full.endpoint == "http://jaeger:4318/v1/traces"
-    assert full.service_name == "mine" and not full.capture_content
+    assert full.service_name == "mine"
+    assert not full.capture_content
 
 
 @pytest.mark.parametrize(
@@ -96,14 +99,17 @@ def test_traceparent_round_trip() -> None:
     with tracing.tracer.start_as_current_span("parent", kind=SpanKind.SERVER) as span:
         headers = inject_headers({})
         trace_id = trace_id_of(span)
-    assert trace_id is not None and len(trace_id) == 32 and trace_id == trace_id.lower()
+    assert trace_id is not None
+    assert len(trace_id) == 32
+    assert trace_id == trace_id.lower()
     assert headers["traceparent"].split("-")[1] == trace_id
     with tracing.tracer.start_as_current_span("child", context=extract_context(headers)) as child:
         assert trace_id_of(child) == trace_id
     # not sampled: a valid id, but none is given out (the backend will never have it)
     unsampled = Tracing(TracerProvider(sampler=sampler_of("always_off", 1)).get_tracer("t"))
     with unsampled.tracer.start_as_current_span("x") as span:
-        assert span.get_span_context().is_valid and trace_id_of(span) is None
+        assert span.get_span_context().is_valid
+        assert trace_id_of(span) is None
 
 
 class _GatedExporter(SpanExporter):

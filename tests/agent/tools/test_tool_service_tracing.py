@@ -65,9 +65,12 @@ async def test_sql_spans_join_the_callers_trace_and_leak_no_values(
         with caller.tracing.tracer.start_as_current_span("execute_tool sql_query") as parent:
             await tool.call(arguments)
         parents.append(parent)
-    with caller.tracing.tracer.start_as_current_span("execute_tool sql_query") as refused_parent:
-        with pytest.raises(ToolArgumentError, match="not allowlisted"):
-            await mcp.call({"query": "SELECT * FROM payroll WHERE name = $1", "params": [SECRET]})
+    refused_call = {"query": "SELECT * FROM payroll WHERE name = $1", "params": [SECRET]}
+    with (
+        caller.tracing.tracer.start_as_current_span("execute_tool sql_query") as refused_parent,
+        pytest.raises(ToolArgumentError, match="not allowlisted"),
+    ):
+        await mcp.call(refused_call)
 
     served = [s for s in memory.spans() if s.name == "tool sql_query"]
     assert len(served) == 4
@@ -77,7 +80,8 @@ async def test_sql_spans_join_the_callers_trace_and_leak_no_values(
         assert span.kind is SpanKind.SERVER
         assert hex_trace(span) == format(parent.get_span_context().trace_id, "032x")
         a = attrs(span)
-        assert a[names.TOOL_NAME] == "sql_query" and a[names.TOOL_TRANSPORT] == transport
+        assert a[names.TOOL_NAME] == "sql_query"
+        assert a[names.TOOL_TRANSPORT] == transport
         assert a[names.TOOL_OUTCOME] == "ok"
         assert a[names.SQL_GUARD_VERDICT] == "accepted"
         assert a[names.SQL_DURATION_MS] > 0
@@ -103,4 +107,5 @@ def test_a_call_without_traceparent_is_a_root(service: tuple[str, MemoryTracing]
     )
     assert response.status_code == 200
     [span] = [s for s in memory.spans() if s.name == "tool sql_query"]
-    assert span.parent is None and attrs(span)[names.SQL_ROWS] == 3
+    assert span.parent is None
+    assert attrs(span)[names.SQL_ROWS] == 3

@@ -109,14 +109,16 @@ def test_one_request_is_one_trace_across_agent_and_tool_services(
     # root + 3 chat + 2 execute_tool (agent) + 2 tool (the services), from three processes
     trace = jaeger.wait_trace(trace_id, spans=8, timeout=60)
     root = trace.one(f"invoke_agent {AGENT}")
-    assert root.parent_id is None and root.kind == "server"
+    assert root.parent_id is None
+    assert root.kind == "server"
     assert root.service == f"sleuth-agent-{AGENT}"
     assert root.attributes["sleuth.stop_reason"] == "answered"
     assert root.attributes["gen_ai.usage.input_tokens"] > 0
 
     children = trace.children(root)
     chats = [s for s in children if s.name == "chat scripted"]
-    assert len(chats) == 3 and all(s.kind == "client" for s in chats)
+    assert len(chats) == 3
+    assert all(s.kind == "client" for s in chats)
     for chat in chats:
         assert chat.attributes["gen_ai.operation.name"] == "chat"
         assert chat.attributes["gen_ai.usage.output_tokens"] > 0

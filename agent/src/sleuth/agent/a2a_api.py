@@ -10,8 +10,8 @@ context are not passed as history). A task goes ``submitted`` → ``working`` (a
 progress event: model asked, tools started, each tool done) → ``completed``, with one artifact,
 ``answer``: its text streams in chunks as the model writes it (``append``), and the last chunk
 replaces them with the whole answer plus a data part ``{"citations": [...]}`` (and
-``"traceId"`` when the task is traced: one trace per task, root ``invoke_agent``). Cancelling the task
-cancels the loop (tool calls in flight included).
+``"traceId"`` when the task is traced: one trace per task, root ``invoke_agent``). Cancelling the
+task cancels the loop (tool calls in flight included).
 
 The same limits as the OpenAI front: the body's size and read time
 (:class:`~sleuth.agent.httpguard.RequestGuard`), the question's (``limits.maxQuestionChars``, the

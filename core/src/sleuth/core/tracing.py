@@ -113,12 +113,14 @@ class TracingSettings:
             raise ConfigError(f"OTEL_EXPORTER_OTLP_ENDPOINT: {endpoint!r} is not an http(s) URL")
         sampler = env.get("OTEL_TRACES_SAMPLER", "").strip().lower() or "parentbased_always_on"
         if sampler not in SAMPLERS:
-            raise ConfigError(f"OTEL_TRACES_SAMPLER: {sampler!r} is not one of {', '.join(SAMPLERS)}")
+            raise ConfigError(
+                f"OTEL_TRACES_SAMPLER: {sampler!r} is not one of {', '.join(SAMPLERS)}"
+            )
         ratio = _number(env, "OTEL_TRACES_SAMPLER_ARG", 1.0, 0.0)
         if "traceidratio" in sampler and ratio > 1.0:
             raise ConfigError(f"OTEL_TRACES_SAMPLER_ARG: {ratio:g} is not a ratio in [0, 1]")
         resource = _pairs(env.get("OTEL_RESOURCE_ATTRIBUTES", ""), "OTEL_RESOURCE_ATTRIBUTES")
-        service = env.get("OTEL_SERVICE_NAME", "").strip() or resource.pop("service.name", None)
+        service = env.get("OTEL_SERVICE_NAME", "").strip() or resource.pop("service.name", "")
         capture = env.get(CAPTURE_CONTENT_ENV, "").strip().lower()
         if capture not in ("", "true", "false"):
             raise ConfigError(f"{CAPTURE_CONTENT_ENV}: {capture!r} is not true or false")

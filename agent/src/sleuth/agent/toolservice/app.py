@@ -37,9 +37,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import mcp.types as mcp_types
-from opentelemetry import trace
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
