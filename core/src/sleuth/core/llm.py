@@ -30,11 +30,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import aiohttp
+from opentelemetry.trace import Span
 
-from sleuth.core import guided
+from sleuth.core import guided, spans
 from sleuth.core.errors import ModelResponseError, ModelTimeout, ModelUnavailable
 from sleuth.core.guided import GuidedFormat, ToolCalling
-from sleuth.core.spans import chat_span, record_turn
+from sleuth.core.spans import chat_span
 from sleuth.core.tracing import Tracing, inject_headers
 
 log = logging.getLogger("sleuth.llm")
@@ -222,7 +223,7 @@ class OpenAIChatModel:
             return self._guided(await self._post(body, sink), messages)
         with chat_span(tracing, self.name, self.base_url, self._params, messages) as span:
             turn = self._guided(await self._post(body, sink), messages)
-            record_turn(span, turn, tracing.capture_content)
+            _record_turn(span, turn, tracing.capture_content)
             return turn
 
     def _guided(self, turn: ModelTurn, messages: list[dict[str, Any]]) -> ModelTurn:
@@ -247,6 +248,22 @@ class OpenAIChatModel:
         except aiohttp.ClientError as exc:  # the text names the server's address: logged only
             log.warning("model server unreachable: %r", exc)
             raise ModelUnavailable(f"model server unreachable ({type(exc).__name__})") from exc
+
+
+def _record_turn(span: Span, turn: ModelTurn, capture_content: bool) -> None:
+    """What came back, on the ``chat`` span: usage, finish reason, time to first token, the
+    number of tool calls (and the reply itself, captured)."""
+    if not span.is_recording():
+        return
+    span.set_attribute(spans.INPUT_TOKENS, turn.prompt_tokens)
+    span.set_attribute(spans.OUTPUT_TOKENS, turn.completion_tokens)
+    if turn.finish_reason:
+        span.set_attribute(spans.FINISH_REASONS, [turn.finish_reason])
+    if turn.ttft_s is not None:
+        span.set_attribute(spans.TTFT_MS, round(turn.ttft_s * 1000, 3))
+    span.set_attribute(spans.TOOL_CALLS_REQUESTED, len(turn.tool_calls))
+    if capture_content:
+        span.set_attribute(spans.OUTPUT_MESSAGES, spans.content_json([turn.assistant_message()]))
 
 
 def _guided_turn(turn: ModelTurn, index: int) -> ModelTurn:

@@ -8,7 +8,7 @@ dropped and counted (reason ``queue_full``); a batch the exporter gives up on is
 this one exists.
 
 :func:`build_provider` assembles the provider of :func:`sleuth.core.tracing.start_tracing` from
-:class:`~sleuth.core.tracing.TracingSettings` without reading the environment (the resource is
+:class:`~sleuth.core.tracesettings.TracingSettings` without reading the environment (the resource is
 built from the settings alone, not by the SDK's environment detectors).
 """
 
@@ -19,7 +19,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -35,8 +34,7 @@ from opentelemetry.sdk.trace.sampling import (
 )
 from opentelemetry.trace import Tracer
 
-if TYPE_CHECKING:
-    from sleuth.core.tracing import DropCounter, TracingSettings
+from sleuth.core.tracesettings import DropCounter, TracingSettings
 
 log = logging.getLogger("sleuth.tracing")
 

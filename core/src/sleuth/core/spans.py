@@ -2,7 +2,7 @@
 
 One home for the names every package writes on spans or reads back (the agent, the tool
 services, the evals, the tests that read traces from the backend), and the ``chat`` span of a
-model call, which the one model client (:mod:`sleuth.core.llm`) makes.
+model call, which the one model client (:mod:`sleuth.core.llm`) opens and fills.
 
 A trace of one agent request::
 
@@ -24,7 +24,6 @@ from urllib.parse import urlsplit
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 if TYPE_CHECKING:
-    from sleuth.core.llm import ModelTurn
     from sleuth.core.tracing import Tracing
 
 # -- GenAI semantic conventions -------------------------------------------------------------------
@@ -124,18 +123,3 @@ def chat_span(
         except BaseException as exc:
             fail(span, exc, str(exc)[:300] or None)
             raise
-
-
-def record_turn(span: Span, turn: ModelTurn, capture_content: bool) -> None:
-    """What came back: usage, finish reason, time to first token (and the reply, captured)."""
-    if not span.is_recording():
-        return
-    span.set_attribute(INPUT_TOKENS, turn.prompt_tokens)
-    span.set_attribute(OUTPUT_TOKENS, turn.completion_tokens)
-    if turn.finish_reason:
-        span.set_attribute(FINISH_REASONS, [turn.finish_reason])
-    if turn.ttft_s is not None:
-        span.set_attribute(TTFT_MS, round(turn.ttft_s * 1000, 3))
-    span.set_attribute(TOOL_CALLS_REQUESTED, len(turn.tool_calls))
-    if capture_content:
-        span.set_attribute(OUTPUT_MESSAGES, content_json([turn.assistant_message()]))
