@@ -25,7 +25,8 @@ import asyncio
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -113,33 +114,39 @@ class Mode:
         await asyncio.to_thread(self.tracing.shutdown, 2.0)
 
 
-async def tracing_section(
-    server: ScriptedProcess, conversations: int, concurrency: int, rounds: int
-) -> list[dict[str, Any]]:
-    sink_port = free_port()
-    sink = subprocess.Popen([sys.executable, "-c", SINK, str(sink_port)])
-    sink_url = f"http://127.0.0.1:{sink_port}"
+@contextmanager
+def otlp_sink() -> Iterator[str]:
+    """The sink as a child process; yields its base URL."""
+    port = free_port()
+    sink = subprocess.Popen([sys.executable, "-c", SINK, str(port)])
+    url = f"http://127.0.0.1:{port}"
     try:
-        wait_healthy(sink_url + "/", sink, timeout=20, name="OTLP sink")
-        rounds_, synth = CASES[CASE]
-        server.set_scenario(scenario_for(rounds_, synth, PROFILE))
-        modes = [
-            Mode("off", server.url, None),
-            Mode("on", server.url, sink_url + "/v1/traces"),
-            Mode("on, collector down", server.url, f"http://127.0.0.1:{free_port()}/v1/traces"),
-        ]
-        for mode in modes:  # warm-up, discarded: connection pools, first exports
-            await measure(mode.one, concurrency, concurrency)
-            mode.spans = 0
-            mode.dropped.clear()
-        for r in range(rounds):  # each round starts with another mode
-            for mode in modes[r % len(modes) :] + modes[: r % len(modes)]:
-                mode.durations += await measure(mode.one, conversations, concurrency)
-        for mode in modes:
-            await mode.close()
-        received = _sink_counts(sink_url)
+        wait_healthy(url + "/", sink, timeout=20, name="OTLP sink")
+        yield url
     finally:
         stop_process(sink)
+
+
+async def tracing_section(
+    server: ScriptedProcess, sink_url: str, conversations: int, concurrency: int, rounds: int
+) -> list[dict[str, Any]]:
+    rounds_, synth = CASES[CASE]
+    server.set_scenario(scenario_for(rounds_, synth, PROFILE))
+    modes = [
+        Mode("off", server.url, None),
+        Mode("on", server.url, sink_url + "/v1/traces"),
+        Mode("on, collector down", server.url, f"http://127.0.0.1:{free_port()}/v1/traces"),
+    ]
+    for mode in modes:  # warm-up, discarded: connection pools, first exports
+        await measure(mode.one, concurrency, concurrency)
+        mode.spans = 0
+        mode.dropped.clear()
+    for r in range(rounds):  # each round starts with another mode
+        for mode in modes[r % len(modes) :] + modes[: r % len(modes)]:
+            mode.durations += await measure(mode.one, conversations, concurrency)
+    for mode in modes:
+        await mode.close()
+    received = _sink_counts(sink_url)
     base = pct(modes[0].durations, 0.5)
     rows = []
     for mode in modes:
@@ -195,9 +202,11 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _main(args: argparse.Namespace) -> list[dict[str, Any]]:
+async def _main(args: argparse.Namespace, sink_url: str) -> list[dict[str, Any]]:
     with ScriptedProcess() as server:
-        return await tracing_section(server, args.conversations, args.concurrency, args.rounds)
+        return await tracing_section(
+            server, sink_url, args.conversations, args.concurrency, args.rounds
+        )
 
 
 def main() -> None:
@@ -206,13 +215,13 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    run: Callable[[], Awaitable[list[dict[str, Any]]]] = lambda: _main(args)  # noqa: E731
-    try:
-        import uvloop
+    with otlp_sink() as sink_url:
+        try:
+            import uvloop
 
-        rows = uvloop.run(run())
-    except ImportError:
-        rows = asyncio.run(run())
+            rows = uvloop.run(_main(args, sink_url))
+        except ImportError:
+            rows = asyncio.run(_main(args, sink_url))
     print(markdown(rows))
 
 

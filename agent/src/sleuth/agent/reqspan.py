@@ -81,16 +81,19 @@ class RequestSpan:
             return
         span, run = self.span, result.trace
         if span.is_recording():
-            span.set_attribute(spans.STOP_REASON, run.stop_reason)
-            span.set_attribute(spans.ITERATIONS, run.iterations)
-            span.set_attribute(spans.INPUT_TOKENS, run.prompt_tokens)
-            span.set_attribute(spans.OUTPUT_TOKENS, run.completion_tokens)
-            span.set_attribute(spans.DEGRADED, run.degraded)
-            span.set_attribute(spans.CITATIONS, [c["id"] for c in result.citations if "id" in c])
+            attributes: dict[str, Any] = {
+                spans.STOP_REASON: run.stop_reason,
+                spans.ITERATIONS: run.iterations,
+                spans.INPUT_TOKENS: run.prompt_tokens,
+                spans.OUTPUT_TOKENS: run.completion_tokens,
+                spans.DEGRADED: run.degraded,
+                spans.CITATIONS: [c["id"] for c in result.citations if "id" in c],
+            }
             if self.capture_content:
                 if question is not None:
-                    span.set_attribute(spans.INPUT_MESSAGES, spans.content_json([question]))
-                span.set_attribute(spans.OUTPUT_MESSAGES, spans.content_json([result.answer]))
+                    attributes[spans.INPUT_MESSAGES] = spans.content_json([question])
+                attributes[spans.OUTPUT_MESSAGES] = spans.content_json([result.answer])
+            span.set_attributes(attributes)
             if run.stop_reason != "answered":
                 spans.fail(span, run.stop_reason)
         self.end()

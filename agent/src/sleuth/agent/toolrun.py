@@ -220,14 +220,17 @@ def _record_on(span: Span, record: ToolCallRecord, capture_content: bool) -> Non
     """The outcome of a call on its ``execute_tool`` span."""
     if not span.is_recording():
         return
-    span.set_attribute(spans.TOOL_STATUS, record.status)
-    span.set_attribute(spans.TOOL_CACHE_HIT, record.status == "cached")
-    span.set_attribute(spans.TOOL_ATTEMPT, record.attempt)
+    attributes: dict[str, Any] = {
+        spans.TOOL_STATUS: record.status,
+        spans.TOOL_CACHE_HIT: record.status == "cached",
+        spans.TOOL_ATTEMPT: record.attempt,
+    }
     if record.citations:
-        span.set_attribute(spans.CITATIONS, [c["id"] for c in record.citations])
+        attributes[spans.CITATIONS] = [c["id"] for c in record.citations]
     if capture_content:
         if record.arguments is not None:
-            span.set_attribute(spans.TOOL_ARGUMENTS, spans.content_json(record.arguments))
-        span.set_attribute(spans.TOOL_RESULT, record.observation)
+            attributes[spans.TOOL_ARGUMENTS] = spans.content_json(record.arguments)
+        attributes[spans.TOOL_RESULT] = record.observation
+    span.set_attributes(attributes)
     if record.status not in ("ok", "cached"):
         spans.fail(span, record.status)

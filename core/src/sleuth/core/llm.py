@@ -255,15 +255,18 @@ def _record_turn(span: Span, turn: ModelTurn, capture_content: bool) -> None:
     number of tool calls (and the reply itself, captured)."""
     if not span.is_recording():
         return
-    span.set_attribute(spans.INPUT_TOKENS, turn.prompt_tokens)
-    span.set_attribute(spans.OUTPUT_TOKENS, turn.completion_tokens)
+    attributes: dict[str, Any] = {
+        spans.INPUT_TOKENS: turn.prompt_tokens,
+        spans.OUTPUT_TOKENS: turn.completion_tokens,
+        spans.TOOL_CALLS_REQUESTED: len(turn.tool_calls),
+    }
     if turn.finish_reason:
-        span.set_attribute(spans.FINISH_REASONS, [turn.finish_reason])
+        attributes[spans.FINISH_REASONS] = [turn.finish_reason]
     if turn.ttft_s is not None:
-        span.set_attribute(spans.TTFT_MS, round(turn.ttft_s * 1000, 3))
-    span.set_attribute(spans.TOOL_CALLS_REQUESTED, len(turn.tool_calls))
+        attributes[spans.TTFT_MS] = round(turn.ttft_s * 1000, 3)
     if capture_content:
-        span.set_attribute(spans.OUTPUT_MESSAGES, spans.content_json([turn.assistant_message()]))
+        attributes[spans.OUTPUT_MESSAGES] = spans.content_json([turn.assistant_message()])
+    span.set_attributes(attributes)
 
 
 def _guided_turn(turn: ModelTurn, index: int) -> ModelTurn:
