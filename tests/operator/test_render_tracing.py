@@ -166,3 +166,15 @@ def test_operator_defaults_survive_the_cli_to_handlers_hand_over() -> None:
     defaults = TracingDefaults(endpoint=COLLECTOR, sampling_ratio=0.1, capture_content=True)
     assert TracingDefaults.from_text(defaults.to_text()) == defaults
     assert TracingDefaults.from_text("") == TracingDefaults()
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--tracing-sampling-ratio", "2"], ["--tracing-endpoint", "jaeger:4318"]],
+)
+def test_the_operator_refuses_bad_tracing_flags_before_it_starts(flags: list[str]) -> None:
+    from sleuth.core.cli import build_parser
+
+    args = build_parser("operator").parse_args(["operator", *flags])
+    with pytest.raises(SystemExit, match="--tracing"):
+        args.func(args)
