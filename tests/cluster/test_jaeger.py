@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind
 from sleuth.core.process import answers
 from tests.support.jaeger import Jaeger, required_binary, running_jaeger
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = pytest.mark.integration
 
 
 def _send(backend: Jaeger, service: str) -> str:
