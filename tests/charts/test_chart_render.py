@@ -390,34 +390,35 @@ def test_install_guide_settings_render(helm: Path) -> None:
     ]
 
 
-def test_tracing_values_reach_the_operator_flags(helm: Path) -> None:
+def test_tracing_values_reach_the_operator_flags(helm: Path, tmp_path: Path) -> None:
     """Tracing is off by default (no flag); the three values become the operator's flags."""
     from sleuth.core.cli import build_parser
 
     assert not [a for a in operator_args(documents(template(helm))) if "tracing" in a]
     endpoint = "http://jaeger-collector.observability:4318"
-    args = operator_args(
-        documents(
-            template(
-                helm,
-                None,
-                f"tracing.endpoint={endpoint}",
-                "tracing.samplingRatio=0.25",
-                "tracing.captureContent=true",
-            )
-        )
-    )
-    parsed = build_parser("operator").parse_args(args)
+    values = tmp_path / "tracing.yaml"
+    tracing = {"endpoint": endpoint, "samplingRatio": 0.25, "captureContent": True}
+    values.write_text(yaml.safe_dump({"tracing": tracing}))
+    parsed = build_parser("operator").parse_args(operator_args(documents(template(helm, values))))
     assert parsed.tracing_endpoint == endpoint
     assert parsed.tracing_sampling_ratio == 0.25
     assert parsed.tracing_capture_content is True
 
 
 @pytest.mark.parametrize(
-    "bad",
-    ["tracing.samplingRatio=1.5", "tracing.endpoint=jaeger:4318", "tracing.sampler=always_on"],
+    ("bad", "said"),
+    [
+        ({"samplingRatio": 1.5}, "/tracing/samplingRatio"),
+        ({"samplingRatio": -0.5}, "/tracing/samplingRatio"),
+        ({"endpoint": "jaeger:4318"}, "/tracing/endpoint"),
+        ({"sampler": "always_on"}, "sampler"),
+    ],
 )
-def test_bad_tracing_values_are_refused_by_the_schema(helm: Path, bad: str) -> None:
-    proc = run_helm(helm, "template", "sleuth", str(CHART), "--set", bad, check=False)
+def test_bad_tracing_values_are_refused_by_the_schema(
+    helm: Path, tmp_path: Path, bad: dict[str, Any], said: str
+) -> None:
+    values = tmp_path / "bad.yaml"
+    values.write_text(yaml.safe_dump({"tracing": bad}))
+    proc = run_helm(helm, "template", "sleuth", str(CHART), "-f", str(values), check=False)
     assert proc.returncode != 0
-    assert "tracing" in proc.stderr
+    assert said in proc.stderr, proc.stderr

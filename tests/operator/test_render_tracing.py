@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema
 import pytest
+import yaml
 
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
 from sleuth.core.api.v1alpha1.tracing import TracingSpec
@@ -14,6 +16,7 @@ from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.agent import render_agent
 from sleuth.operator.render.tool import render_tool
 from sleuth.operator.render.tracing import TracingDefaults
+from tests.support.paths import CRDS
 
 pytestmark = pytest.mark.unit
 
@@ -166,3 +169,38 @@ def test_operator_defaults_survive_the_cli_to_handlers_hand_over() -> None:
     defaults = TracingDefaults(endpoint=COLLECTOR, sampling_ratio=0.1, capture_content=True)
     assert TracingDefaults.from_text(defaults.to_text()) == defaults
     assert TracingDefaults.from_text("") == TracingDefaults()
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--tracing-sampling-ratio", "2"], ["--tracing-endpoint", "jaeger:4318"]],
+)
+def test_the_operator_refuses_bad_tracing_flags_before_it_starts(flags: list[str]) -> None:
+    from sleuth.core.cli import build_parser
+
+    args = build_parser("operator").parse_args(["operator", *flags])
+    with pytest.raises(SystemExit, match="--tracing"):
+        args.func(args)
+
+
+def _crd_schema() -> dict[str, Any]:
+    crd = yaml.safe_load((CRDS / "sleuth.dev_agentdeployments.yaml").read_text())
+    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema["properties"]["spec"]["properties"]["agent"]["properties"]["tracing"]
+
+
+@pytest.mark.parametrize(
+    ("tracing", "ok"),
+    [
+        ({"endpoint": JAEGER, "samplingRatio": 0.1, "captureContent": True}, True),
+        ({"samplingRatio": 0}, True),
+        ({"endpoint": "jaeger:4318"}, False),
+        ({"samplingRatio": 1.5}, False),
+        ({"samplingRatio": -0.5}, False),
+    ],
+)
+def test_the_checked_in_crd_carries_the_same_bounds(tracing: dict[str, Any], ok: bool) -> None:
+    """What the apiserver enforces (the CRD's schema; applied for real in
+    tests/operator/test_cluster_invalid.py) agrees with the model."""
+    errors = list(jsonschema.Draft7Validator(_crd_schema()).iter_errors(tracing))
+    assert (not errors) is ok, errors

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from sleuth.core.api.v1alpha1.tracing import TracingSpec
 from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
     CONFIG_MAP,
@@ -14,7 +15,6 @@ from sleuth.core.kube import (
     SERVICE,
     TOOL_BINDING,
 )
-from sleuth.core.api.v1alpha1.tracing import TracingSpec
 from sleuth.operator.bindings import bindings_for, parse_binding
 from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
 from sleuth.operator.errors import InvalidSpec
