@@ -9,8 +9,10 @@ of it, and nothing sent to the model server.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +20,9 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.client import A2ACardResolver, ClientConfig, create_client
+from a2a.helpers.proto_helpers import get_data_parts
+from a2a.types import Message, Part, Role, SendMessageRequest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from sleuth.agent.api import create_app
@@ -258,3 +263,31 @@ def test_a_collector_that_is_down_leaves_requests_alone(
             "sleuth_trace_spans_dropped_total", 10, agent="orphan", reason="queue_full"
         )
         assert dropped <= 14
+
+
+def test_an_a2a_task_is_one_trace_whose_id_is_in_the_answer(traced: Served) -> None:
+    traced.model.set_scenario(Scenario(turns=seed_turns()))
+
+    async def ask() -> list[Any]:
+        async with httpx.AsyncClient() as http:
+            card = await A2ACardResolver(http, traced.url).get_agent_card()
+        client = await create_client(card, client_config=ClientConfig(streaming=True))
+        message = Message(
+            role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=SEED_QUESTION)]
+        )
+        try:
+            return [e async for e in client.send_message(SendMessageRequest(message=message))]
+        finally:
+            await client.close()
+
+    events = asyncio.run(ask())
+    last = [e.artifact_update for e in events if e.HasField("artifact_update")][-1]
+    (data,) = get_data_parts(last.artifact.parts)
+    trace_id = data["traceId"]
+    assert traced.memory is not None
+    spans = traced.memory.of_trace(trace_id)
+    [root] = named(spans, "invoke_agent")
+    assert attrs(root)[names.ENDPOINT] == "a2a"
+    assert attrs(root)[names.STOP_REASON] == "answered"
+    assert len(named(spans, "chat ")) == 3
+    assert len(named(spans, "execute_tool ")) == 2
