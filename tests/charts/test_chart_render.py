@@ -388,3 +388,37 @@ def test_install_guide_settings_render(helm: Path) -> None:
         "team-a",
         "team-b",
     ]
+
+
+def test_tracing_values_reach_the_operator_flags(helm: Path, tmp_path: Path) -> None:
+    """Tracing is off by default (no flag); the three values become the operator's flags."""
+    from sleuth.core.cli import build_parser
+
+    assert not [a for a in operator_args(documents(template(helm))) if "tracing" in a]
+    endpoint = "http://jaeger-collector.observability:4318"
+    values = tmp_path / "tracing.yaml"
+    tracing = {"endpoint": endpoint, "samplingRatio": 0.25, "captureContent": True}
+    values.write_text(yaml.safe_dump({"tracing": tracing}))
+    parsed = build_parser("operator").parse_args(operator_args(documents(template(helm, values))))
+    assert parsed.tracing_endpoint == endpoint
+    assert parsed.tracing_sampling_ratio == 0.25
+    assert parsed.tracing_capture_content is True
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        ({"samplingRatio": 1.5}, "/tracing/samplingRatio"),
+        ({"samplingRatio": -0.5}, "/tracing/samplingRatio"),
+        ({"endpoint": "jaeger:4318"}, "/tracing/endpoint"),
+        ({"sampler": "always_on"}, "sampler"),
+    ],
+)
+def test_bad_tracing_values_are_refused_by_the_schema(
+    helm: Path, tmp_path: Path, bad: dict[str, Any], said: str
+) -> None:
+    values = tmp_path / "bad.yaml"
+    values.write_text(yaml.safe_dump({"tracing": bad}))
+    proc = run_helm(helm, "template", "sleuth", str(CHART), "-f", str(values), check=False)
+    assert proc.returncode != 0
+    assert said in proc.stderr, proc.stderr

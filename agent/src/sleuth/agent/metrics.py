@@ -30,6 +30,7 @@ from sleuth.core.names import (
     FAITHFULNESS_SCORE,
     SOURCE_LABEL,
     SOURCE_ONLINE,
+    TRACE_SPANS_DROPPED,
 )
 
 _LATENCY = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -128,6 +129,13 @@ class AgentMetrics:
             "Requests refused (reason: overloaded; invalid: a body or field the API refuses; "
             "too_large: a body over limits.maxBodyBytes or a prompt over the model's context; "
             "slow_body: the body took over limits.bodyReadTimeoutSeconds).",
+            ["agent", "reason"],
+            registry=r,
+        )
+        self.spans_dropped = Counter(
+            TRACE_SPANS_DROPPED.removesuffix("_total"),
+            "Spans never exported (reason: queue_full, export_failed, shutdown): the trace "
+            "collector is down or too slow; requests are not slowed.",
             ["agent", "reason"],
             registry=r,
         )

@@ -96,6 +96,9 @@ AGENT_MODEL_TTFT_SECONDS = "sleuth_agent_model_ttft_seconds"
 AGENT_TOKENS = "sleuth_agent_tokens_total"
 AGENT_ONLINE_EVAL_DROPPED = "sleuth_agent_online_eval_dropped_total"
 """Named by the AgentDeployment CRD's description of ``onlineEval.queueSize``."""
+TRACE_SPANS_DROPPED = "sleuth_trace_spans_dropped_total"
+"""Spans the agent or a tool service never exported (label ``reason``: queue_full,
+export_failed, shutdown): the collector is down or too slow (:mod:`sleuth.core.spanexport`)."""
 
 # -- Operator series the chart's dashboard and PrometheusRule query -------------------------------
 
@@ -123,6 +126,7 @@ SERIES: frozenset[str] = frozenset(
         AGENT_MODEL_TTFT_SECONDS,
         AGENT_TOKENS,
         AGENT_ONLINE_EVAL_DROPPED,
+        TRACE_SPANS_DROPPED,
         OPERATOR_RECONCILES,
         OPERATOR_RECONCILE_SECONDS,
         OPERATOR_READY,

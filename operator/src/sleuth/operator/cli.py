@@ -24,6 +24,15 @@ def _run(args: argparse.Namespace) -> int:
         os.environ["SLEUTH_WORKLOAD_PLACEMENT"] = args.workload_placement
     if args.model_image:
         os.environ["SLEUTH_MODEL_IMAGE"] = args.model_image
+    from sleuth.operator.render.tracing import TracingDefaults
+
+    try:
+        tracing = TracingDefaults(
+            args.tracing_endpoint, args.tracing_sampling_ratio, args.tracing_capture_content
+        )
+    except ValueError as err:
+        raise SystemExit(f"sleuth operator: --tracing-*: {err}") from None
+    os.environ["SLEUTH_TRACING"] = tracing.to_text()
     os.environ["SLEUTH_RESYNC_SECONDS"] = str(args.resync_seconds)
     os.environ["SLEUTH_NAMESPACES"] = ",".join(args.namespace or [])
     if args.metrics_port:
@@ -88,6 +97,25 @@ def register(subparsers: Any) -> None:
         "--workload-placement",
         help='JSON {"nodeSelector": {...}, "tolerations": [...]} for the pods of agents, tool '
         "services and eval jobs (vLLM pods keep their GPU placement)",
+    )
+    parser.add_argument(
+        "--tracing-endpoint",
+        default="",
+        help="OTLP/HTTP base URL the agents and tool services export traces to, unless an "
+        "AgentDeployment's spec.agent.tracing.endpoint names another (default: none, tracing off)",
+    )
+    parser.add_argument(
+        "--tracing-sampling-ratio",
+        type=float,
+        default=1.0,
+        help="fraction (0-1) of new traces recorded, unless spec.agent.tracing.samplingRatio "
+        "says otherwise (default 1)",
+    )
+    parser.add_argument(
+        "--tracing-capture-content",
+        action="store_true",
+        help="record prompt and completion text on spans, unless "
+        "spec.agent.tracing.captureContent says otherwise (default: off)",
     )
     parser.add_argument(
         "--resync-seconds",

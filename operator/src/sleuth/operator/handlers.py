@@ -45,6 +45,7 @@ from sleuth.operator.reconcile_common import Context
 from sleuth.operator.reconcile_eval import reconcile_eval
 from sleuth.operator.reconcile_tool import reconcile_tool
 from sleuth.operator.render.meta import AGENT_LABEL, MANAGED_BY, RenderSettings
+from sleuth.operator.render.tracing import TracingDefaults
 
 log = logging.getLogger("sleuth.operator")
 
@@ -78,6 +79,7 @@ def settings_from_env() -> RenderSettings:
         model_image=os.environ.get("SLEUTH_MODEL_IMAGE") or defaults.model_image,
         runbook_base_url=os.environ.get("SLEUTH_RUNBOOK_BASE_URL") or defaults.runbook_base_url,
         **workload_placement(os.environ.get("SLEUTH_WORKLOAD_PLACEMENT", "")),
+        tracing=TracingDefaults.from_text(os.environ.get("SLEUTH_TRACING", "")),
     )
 
 

@@ -49,6 +49,7 @@ def _secret_refs(spec: AgentDeploymentSpec) -> list[tuple[str, SecretKeyRef]]:
     refs = [
         ("spec.model.tokenSecretRef", spec.model.token_secret_ref),
         ("spec.model.apiKeySecretRef", spec.model.api_key_secret_ref),
+        ("spec.agent.tracing.headersSecretRef", spec.agent.tracing.headers_secret_ref),
     ]
     return [(path, ref) for path, ref in refs if ref is not None]
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
+from sleuth.core.api.v1alpha1.tracing import TracingSpec
 from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
     CONFIG_MAP,
@@ -45,6 +48,16 @@ def _without_children(
     return write_status(ctx, TOOL_BINDING, obj, conditions, extra, STATUS_KEYS)
 
 
+def agent_tracing(agent: dict[str, Any]) -> TracingSpec | None:
+    """The AgentDeployment's ``spec.agent.tracing``, which its tool services follow; None when
+    it is not valid (the agent's own status says why; the tool service keeps the default)."""
+    raw = (agent.get("spec") or {}).get("agent", {}).get("tracing")
+    try:
+        return TracingSpec.model_validate(raw or {})
+    except ValidationError:
+        return None
+
+
 def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
     """Converge one ToolBinding; returns the status it holds afterwards (None if gone)."""
     kube = ctx.kube
@@ -68,7 +81,7 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         return _without_children(ctx, obj, "ToolNameConflict", clashes[name], extra)
 
     owner = owner_of(obj)
-    refused = apply_children(kube, render_tool(owner, spec, ctx.settings))
+    refused = apply_children(kube, render_tool(owner, spec, ctx.settings, agent_tracing(agent)))
     extra["endpoint"] = tool_endpoint(name, namespace, ctx.settings)
 
     refs = [(f"spec.{SECRET_ENV[env]}", ref) for env, ref in secret_refs(spec).items()]
