@@ -95,7 +95,7 @@ class AgentService:
         router = Agent(RouterModel(), runner, settings)
         self.agent = router if planner.mode == "router" else Agent(self.model, runner, settings)
         self.fallback = router if planner.mode == "llm" and planner.fallback_to_router else None
-        self.online_eval = OnlineEvaluator(config, self.metrics.online)
+        self.online_eval = OnlineEvaluator(config, self.metrics.online, tracer=self.tracing.tracer)
         self.in_flight = 0
         self.budget = self._budget(settings.system_prompt)
 
