@@ -11,6 +11,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
 source "$here/versions.env"
 cache="${SLEUTH_CACHE:-$HOME/.cache/sleuth}"
+# One build at a time per cache: two runs at once (two checkouts, a test fixture and `make bins`)
+# would remove each other's half-built folders. The second waits for the first, then finds its
+# binaries built.
+mkdir -p "$cache"
+exec 9>"$cache/.build.lock"
+flock 9
 # The control plane, kubectl, and the real worker node's kubelet and kube-proxy.
 KUBE_PROGRAMS="kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy"
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
