@@ -40,7 +40,14 @@ from sleuth.operator.render.agent import (
 )
 from sleuth.operator.render.model import model_endpoint, model_name, render_model
 from sleuth.operator.render.tool import tool_endpoint, tool_service_name
-from sleuth.operator.status import Cond, invalid_conditions, rollout
+from sleuth.operator.status import (
+    PROGRESS_DEADLINE_EXCEEDED,
+    Cond,
+    Rollout,
+    invalid_conditions,
+    progressing_condition,
+    rollout,
+)
 
 STATUS_KEYS = ("model", "modelEndpoint", "agentEndpoint", "agentCardUrl", "tools", "toolNames")
 
@@ -115,16 +122,12 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
 
 
 def _conditions(
-    secrets: SecretCheck, rollouts: list[Any], tools: list[dict[str, Any]]
+    secrets: SecretCheck, rollouts: list[Rollout], tools: list[dict[str, Any]]
 ) -> list[Cond]:
+    """Ready while model and agent serve (a rollout that keeps enough replicas available
+    included), Progressing while one rolls out, Degraded when a rollout is stuck or a tool is
+    down."""
     waiting = [r for r in rollouts if not r.ready]
-    moving = [r for r in rollouts if r.progressing]
-    if moving:
-        progressing = Cond(
-            "Progressing", "True", "RollingOut", "; ".join(r.describe() for r in moving)
-        )
-    else:
-        progressing = Cond("Progressing", "False", "Complete", "no rollout in progress")
     if waiting:
         reason = (
             "ModelNotReady"
@@ -134,8 +137,11 @@ def _conditions(
         ready = Cond("Ready", "False", reason, "; ".join(r.describe() for r in waiting))
     else:
         ready = Cond("Ready", "True", "Ready", f"model and agent serving; {len(tools)} tools bound")
+    progressing = progressing_condition(rollouts)
     down = [t["name"] for t in tools if not t["ready"]]
-    if down:
+    if progressing.reason == PROGRESS_DEADLINE_EXCEEDED:
+        degraded = Cond("Degraded", "True", progressing.reason, progressing.message)
+    elif down:
         degraded = Cond("Degraded", "True", "ToolsNotReady", "tools not ready: " + ", ".join(down))
     else:
         degraded = Cond("Degraded", "False", "AsExpected", "all bound tools are ready")
