@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sleuth.operator.reconcile_agent import _conditions
+from sleuth.operator.reconcile_agent import _conditions, _held, hold_left
 from sleuth.operator.reconcile_common import SecretCheck
 from sleuth.operator.status import (
     PROGRESS_DEADLINE_EXCEEDED,
@@ -203,3 +203,38 @@ def test_a_stuck_rollout_is_degraded_while_the_old_pods_serve() -> None:
         ("Progressing", "False", PROGRESS_DEADLINE_EXCEEDED),
         ("Degraded", "True", PROGRESS_DEADLINE_EXCEEDED),
     ]
+
+
+@pytest.mark.parametrize(
+    ("created", "now", "left"),
+    [
+        ("2026-12-02T08:00:00Z", "2026-12-02T08:00:00Z", 2.0),  # just created
+        ("2026-12-02T08:00:00Z", "2026-12-02T08:00:01Z", 1.0),
+        ("2026-12-02T08:00:00Z", "2026-12-02T08:00:02Z", 0.0),  # old enough
+        ("2026-12-02T08:00:00Z", "2026-12-02T09:00:00Z", 0.0),
+        ("2026-12-02T08:00:01Z", "2026-12-02T08:00:00Z", 3.0),  # a clock a second behind
+        ("2026-12-02T08:05:00Z", "2026-12-02T08:00:00Z", 0.0),  # far behind: no stall
+        (None, "2026-12-02T08:00:00Z", 0.0),
+    ],
+)
+def test_the_first_rollout_is_held_for_a_moment_after_creation(
+    created: str | None, now: str, left: float
+) -> None:
+    assert hold_left(created, now) == left
+
+
+def test_a_held_agent_says_why_it_is_not_serving_yet() -> None:
+    model = _model(seen(1, 1, 1, 1))
+    missing = rollout("x-agent", None)
+    conds = _held(_conditions(SecretCheck(), [model, missing], []), "x-agent", 2.0)
+    assert [(c.type, c.status, c.reason) for c in conds] == [
+        ("Ready", "False", "AgentNotReady"),
+        ("Progressing", "True", "AwaitingToolBindings"),
+        ("Degraded", "False", "AsExpected"),
+    ]
+    assert conds[0].message == conds[1].message
+    assert conds[0].message.startswith("Deployment x-agent: the agent's first rollout waits 2 s")
+    # A model that does not serve yet is still named first.
+    waiting = _model(seen(1, 1, 1, 0))
+    conds = _held(_conditions(SecretCheck(), [waiting, missing], []), "x-agent", 1.0)
+    assert (conds[0].reason, conds[1].reason) == ("ModelNotReady", "AwaitingToolBindings")
