@@ -226,15 +226,17 @@ def test_the_first_rollout_is_held_for_a_moment_after_creation(
 def test_a_held_agent_says_why_it_is_not_serving_yet() -> None:
     model = _model(seen(1, 1, 1, 1))
     missing = rollout("x-agent", None)
-    conds = _held(_conditions(SecretCheck(), [model, missing], []), "x-agent", 2.0)
+    conds = _held(_conditions(SecretCheck(), [model, missing], []), "x-agent")
     assert [(c.type, c.status, c.reason) for c in conds] == [
         ("Ready", "False", "AgentNotReady"),
         ("Progressing", "True", "AwaitingToolBindings"),
         ("Degraded", "False", "AsExpected"),
     ]
     assert conds[0].message == conds[1].message
-    assert conds[0].message.startswith("Deployment x-agent: the agent's first rollout waits 2 s")
+    assert conds[0].message.startswith(
+        "Deployment x-agent: the agent's first rollout waits until 2 s after creation"
+    )
     # A model that does not serve yet is still named first.
     waiting = _model(seen(1, 1, 1, 0))
-    conds = _held(_conditions(SecretCheck(), [waiting, missing], []), "x-agent", 1.0)
+    conds = _held(_conditions(SecretCheck(), [waiting, missing], []), "x-agent")
     assert (conds[0].reason, conds[1].reason) == ("ModelNotReady", "AwaitingToolBindings")

@@ -91,9 +91,9 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
     manifests = render_model(owner, spec.model, ctx.settings) + render_agent(
         owner, spec, bound.accepted, ctx.settings
     )
-    held = 0.0
-    if kube.get(DEPLOYMENT, namespace, agent_name(owner)) is None:
-        held = hold_left(obj["metadata"].get("creationTimestamp"), ctx.now())
+    held = hold_left(obj["metadata"].get("creationTimestamp"), ctx.now())
+    if held and kube.get(DEPLOYMENT, namespace, agent_name(owner)) is not None:
+        held = 0.0  # created already: the hold is for its first rollout only
     if held:
         manifests = [m for m in manifests if not _is_agent_deployment(m, owner)]
     refused = apply_children(kube, manifests)
@@ -127,7 +127,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
     tools.sort(key=lambda t: (t["name"], t["binding"]))
     conditions = _conditions(secrets, rollouts, tools)
     if held:
-        conditions = _held(conditions, agent_name(owner), held)
+        conditions = _held(conditions, agent_name(owner))
     conditions = rejected_conditions(refused, conditions)
     extra = {
         "model": spec.model.effective_served_name,
@@ -140,7 +140,9 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
     written = write_status(ctx, AGENT_DEPLOYMENT, obj, conditions, extra, STATUS_KEYS)
     retry_exhausted(refused)
     if held:
-        raise FirstRolloutHeld(f"AgentDeployment {namespace}/{name}: {_hold_message(held)}")
+        raise FirstRolloutHeld(
+            f"AgentDeployment {namespace}/{name}: {_hold_message()} ({held:.0f} s left)"
+        )
     return written
 
 
@@ -166,17 +168,19 @@ def _is_agent_deployment(manifest: dict[str, Any], owner: Owner) -> bool:
     return manifest["kind"] == DEPLOYMENT.kind and manifest["metadata"]["name"] == agent_name(owner)
 
 
-def _hold_message(held: float) -> str:
+def _hold_message() -> str:
+    """The same text all through the hold: the status is written once."""
     return (
-        f"the agent's first rollout waits {held:.0f} s more for ToolBindings applied with the "
-        "AgentDeployment, so that its pods start once, with every tool"
+        f"the agent's first rollout waits until {FIRST_ROLLOUT_HOLD_SECONDS} s after creation "
+        "for ToolBindings applied with the AgentDeployment, so that its pods start once, with "
+        "every tool"
     )
 
 
-def _held(conditions: list[Cond], deployment: str, held: float) -> list[Cond]:
+def _held(conditions: list[Cond], deployment: str) -> list[Cond]:
     """``conditions`` of an agent whose Deployment is held back: Ready False (nothing serves
     yet), Progressing True, both saying why."""
-    message = f"Deployment {deployment}: {_hold_message(held)}"
+    message = f"Deployment {deployment}: {_hold_message()}"
     out = []
     for cond in conditions:
         if cond.type == "Ready" and cond.status == "False" and cond.reason == "AgentNotReady":
