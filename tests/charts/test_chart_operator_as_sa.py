@@ -233,10 +233,12 @@ def test_the_readme_path_ends_ready(kube: Any, namespace: str, tmp_path: Path) -
     install(kube, release, namespace)  # the chart's defaults, nothing set
     sa = f"system:serviceaccount:{namespace}:{release}-sleuth-operator"
     eventually(
-        lambda: kube.kubectl(
-            "auth", "can-i", "get", "secrets", f"--as={sa}", "-n", "default", check=False
-        ).stdout.strip()
-        == "yes",
+        lambda: (
+            kube.kubectl(
+                "auth", "can-i", "get", "secrets", f"--as={sa}", "-n", "default", check=False
+            ).stdout.strip()
+            == "yes"
+        ),
         60,
         "the operator may read Secrets in default",
     )

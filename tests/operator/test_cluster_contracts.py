@@ -162,7 +162,8 @@ def test_example_converges_to_ready_with_every_child(
     # Each transition's Event is posted right after the status write that made it.
     eventually(
         lambda: (
-            "agentdeployment/contracts" in (e := kube.kubectl("get", "events", "-n", namespace).stdout)
+            "agentdeployment/contracts"
+            in (e := kube.kubectl("get", "events", "-n", namespace).stdout)
             and "Ready=True" in e
         ),
         what="the Ready=True Event on the AgentDeployment",

@@ -202,14 +202,16 @@ def test_what_cannot_work_is_reported_with_the_field_named(
     # service is only half applied, which the agent reports as a tool not ready).
     offered = {"big-sql", "contracts-clauses", "contracts-sql", "contracts-web"}
     eventually(
-        lambda: {
-            t["binding"]
-            for t in (_get(kube, namespace, "agentdeployment/contracts").get("status") or {}).get(
-                "tools"
-            )
-            or []
-        }
-        == offered,
+        lambda: (
+            {
+                t["binding"]
+                for t in (
+                    _get(kube, namespace, "agentdeployment/contracts").get("status") or {}
+                ).get("tools")
+                or []
+            }
+            == offered
+        ),
         what="the agent offers the valid bindings only",
     )
 

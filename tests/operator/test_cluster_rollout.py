@@ -104,9 +104,9 @@ def test_ready_stays_true_while_a_rollout_keeps_two_replicas_serving(
 
 
 def _agent_replicasets(kube: Any, namespace: str) -> list[str]:
-    items = json.loads(
-        kube.kubectl("get", "replicasets", "-n", namespace, "-o", "json").stdout
-    )["items"]
+    items = json.loads(kube.kubectl("get", "replicasets", "-n", namespace, "-o", "json").stdout)[
+        "items"
+    ]
     return sorted(
         rs["metadata"]["name"]
         for rs in items
@@ -138,5 +138,11 @@ def test_the_agent_rolls_once_on_creation(
     eventually(settled, 180, "the agent Ready, its rollout complete, three tools ready")
     replicasets = _agent_replicasets(kube, namespace)
     assert len(replicasets) == 1, replicasets
-    config = yaml.safe_load(_get(kube, namespace, "configmap/contracts-agent")["data"]["config.yaml"])
-    assert sorted(t["name"] for t in config["tools"]) == ["sql_query", "vector_search", "web_search"]
+    config = yaml.safe_load(
+        _get(kube, namespace, "configmap/contracts-agent")["data"]["config.yaml"]
+    )
+    assert sorted(t["name"] for t in config["tools"]) == [
+        "sql_query",
+        "vector_search",
+        "web_search",
+    ]

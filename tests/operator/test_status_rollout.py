@@ -45,9 +45,7 @@ def deployment(
     }
 
 
-def seen(
-    observed: int, total: int, updated: int, available: int, **extra: Any
-) -> dict[str, Any]:
+def seen(observed: int, total: int, updated: int, available: int, **extra: Any) -> dict[str, Any]:
     return {
         "observedGeneration": observed,
         "replicas": total,
@@ -171,7 +169,7 @@ def _triples(rollouts: list[Rollout], tools: list[dict[str, Any]] | None = None)
 
 
 def test_an_agent_spec_change_keeps_ready_and_reports_progressing() -> None:
-    model = _model(seen(1, 1, 1, 1))
+    model = _model(seen(2, 1, 1, 1))
     assert _triples([model, _agent(seen(2, 3, 1, 2))]) == [
         ("Ready", "True", "Ready"),
         ("Progressing", "True", "RollingOut"),
@@ -185,7 +183,7 @@ def test_an_agent_spec_change_keeps_ready_and_reports_progressing() -> None:
 
 
 def test_an_agent_below_its_minimum_is_not_ready() -> None:
-    model = _model(seen(1, 1, 1, 1))
+    model = _model(seen(2, 1, 1, 1))
     assert _triples([model, _agent(seen(2, 2, 2, 1))])[0] == ("Ready", "False", "AgentNotReady")
     replaced = _model(seen(2, 1, 1, 0))
     assert _triples([replaced, _agent(seen(2, 2, 2, 2))])[:2] == [
@@ -196,9 +194,11 @@ def test_an_agent_below_its_minimum_is_not_ready() -> None:
 
 def test_a_stuck_rollout_is_degraded_while_the_old_pods_serve() -> None:
     stuck = seen(2, 3, 1, 2)
-    stuck["conditions"] = [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]
+    stuck["conditions"] = [
+        {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}
+    ]
     tools = [{"name": "sql_query", "ready": False}]
-    assert _triples([_model(seen(1, 1, 1, 1)), _agent(stuck)], tools) == [
+    assert _triples([_model(seen(2, 1, 1, 1)), _agent(stuck)], tools) == [
         ("Ready", "True", "Ready"),
         ("Progressing", "False", PROGRESS_DEADLINE_EXCEEDED),
         ("Degraded", "True", PROGRESS_DEADLINE_EXCEEDED),
@@ -224,7 +224,7 @@ def test_the_first_rollout_is_held_for_a_moment_after_creation(
 
 
 def test_a_held_agent_says_why_it_is_not_serving_yet() -> None:
-    model = _model(seen(1, 1, 1, 1))
+    model = _model(seen(2, 1, 1, 1))
     missing = rollout("x-agent", None)
     conds = _held(_conditions(SecretCheck(), [model, missing], []), "x-agent")
     assert [(c.type, c.status, c.reason) for c in conds] == [
@@ -237,6 +237,6 @@ def test_a_held_agent_says_why_it_is_not_serving_yet() -> None:
         "Deployment x-agent: the agent's first rollout waits until 2 s after creation"
     )
     # A model that does not serve yet is still named first.
-    waiting = _model(seen(1, 1, 1, 0))
+    waiting = _model(seen(2, 1, 1, 0))
     conds = _held(_conditions(SecretCheck(), [waiting, missing], []), "x-agent")
     assert (conds[0].reason, conds[1].reason) == ("ModelNotReady", "AwaitingToolBindings")

@@ -44,13 +44,13 @@ from sleuth.operator.reconcile_common import (
     secret_conditions,
     write_status,
 )
-from sleuth.operator.render.meta import Owner
 from sleuth.operator.render.agent import (
     agent_card_url,
     agent_endpoint,
     agent_name,
     render_agent,
 )
+from sleuth.operator.render.meta import Owner
 from sleuth.operator.render.model import model_endpoint, model_name, render_model
 from sleuth.operator.render.tool import tool_endpoint, tool_service_name
 from sleuth.operator.status import (

@@ -30,9 +30,9 @@ class Rollout:
 
     Two questions, answered the way Kubernetes answers them: is it *serving* (:attr:`ready`: at
     least :attr:`minimum` replicas available, of any revision, as the Deployment's own
-    ``Available`` condition counts them, but never fewer than one), and is its rollout *complete* (:attr:`complete`: the
-    test ``kubectl rollout status`` makes). A rollout that keeps enough old replicas available
-    is ready and progressing at once.
+    ``Available`` condition counts them, but never fewer than one), and is its rollout
+    *complete* (:attr:`complete`: the test ``kubectl rollout status`` makes). A rollout that
+    keeps enough old replicas available is ready and progressing at once.
     """
 
     name: str
