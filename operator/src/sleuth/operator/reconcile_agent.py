@@ -165,7 +165,7 @@ def _parse(text: str) -> datetime:
 
 
 def _is_agent_deployment(manifest: dict[str, Any], owner: Owner) -> bool:
-    return manifest["kind"] == DEPLOYMENT.kind and manifest["metadata"]["name"] == agent_name(owner)
+    return (manifest["kind"], manifest["metadata"]["name"]) == (DEPLOYMENT.kind, agent_name(owner))
 
 
 def _hold_message() -> str:
