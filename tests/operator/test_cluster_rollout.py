@@ -94,7 +94,7 @@ def test_ready_stays_true_while_a_rollout_keeps_two_replicas_serving(
 
     conds = eventually(rolling_out, 120, "Progressing=True RollingOut naming the Pending pod")
     assert conds["Ready"][:2] == ("True", "Ready"), conds
-    assert "2/2 replicas available, 1/2 updated" in conds["Progressing"][2]
+    assert "Deployment roll-agent: 2/2 replicas available" in conds["Progressing"][2]
 
     # Fixed: the rollout completes; Ready never flipped on the way.
     _patch_agent(kube, namespace, {"resources": None, "systemPrompt": "Answer briefly."})
