@@ -273,6 +273,25 @@ def test_cluster_mode_never_grants_secrets_cluster_wide(helm: Path) -> None:
                 assert "*" not in rule["resources"]
 
 
+def test_by_default_secrets_are_readable_where_the_readme_applies_the_example(
+    helm: Path,
+) -> None:
+    """The README applies examples/contracts/ with no namespace: `default`. The chart's
+    defaults let the operator read Secrets there and nowhere else (no SecretUnverifiable on
+    the README's path); a value set that names namespaces replaces the default."""
+    docs = documents(template(helm, VALUE_SETS["default"]))
+    readers = find(docs, "RoleBinding", "sleuth-operator-secret-reader")
+    assert [b["metadata"]["namespace"] for b in readers] == ["default"]
+    assert readers[0]["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "sleuth-operator-secret-reader",
+    }
+    docs = documents(template(helm, VALUE_SETS["monitoring"]))
+    readers = find(docs, "RoleBinding", "sleuth-operator-secret-reader")
+    assert sorted(b["metadata"]["namespace"] for b in readers) == ["agents", "search"]
+
+
 _GATE = {"passed": True}
 SAMPLE_EVAL_RESULTS: list[dict[str, Any]] = [
     {

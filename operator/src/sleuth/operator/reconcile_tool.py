@@ -28,7 +28,12 @@ from sleuth.operator.reconcile_common import (
     write_status,
 )
 from sleuth.operator.render.tool import SECRET_ENV, render_tool, secret_refs, tool_endpoint
-from sleuth.operator.status import Cond, invalid_conditions
+from sleuth.operator.status import (
+    PROGRESS_DEADLINE_EXCEEDED,
+    Cond,
+    invalid_conditions,
+    progressing_condition,
+)
 
 STATUS_KEYS = ("toolName", "endpoint")
 CHILDREN = [DEPLOYMENT, SERVICE, CONFIG_MAP, NETWORK_POLICY]
@@ -87,16 +92,15 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     refs = [(f"spec.{SECRET_ENV[env]}", ref) for env, ref in secret_refs(spec).items()]
     secrets = check_secrets(kube, namespace, refs)
     service = observe_rollout(kube, namespace, f"{name}-tool", "tool", name)
-    if service.progressing:
-        progressing = Cond("Progressing", "True", "RollingOut", service.describe())
-    else:
-        progressing = Cond("Progressing", "False", "Complete", "no rollout in progress")
+    progressing = progressing_condition([service])
     if not service.ready:
         ready = Cond("Ready", "False", "ToolServiceNotReady", service.describe())
         degraded = Cond("Degraded", "False", "AsExpected", "waiting for the tool service")
     else:
         ready = Cond("Ready", "True", "Ready", f"{spec.tool_name} is served for agent {agent_name}")
         degraded = Cond("Degraded", "False", "AsExpected", "tool service ready")
+    if progressing.reason == PROGRESS_DEADLINE_EXCEEDED:
+        degraded = Cond("Degraded", "True", progressing.reason, progressing.message)
     conditions = rejected_conditions(
         refused, secret_conditions(secrets, ready, progressing, degraded)
     )
