@@ -13,10 +13,11 @@ import dataclasses
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sleuth.operator.render.meta import RenderSettings
-from sleuth.operator.workqueue import Backoff
+if TYPE_CHECKING:  # imported when the operator runs, not on every `sleuth` command
+    from sleuth.operator.render.meta import RenderSettings
+    from sleuth.operator.runtime import LoopSettings
 
 
 def settings_from_env(
@@ -25,6 +26,8 @@ def settings_from_env(
     """Images from ``SLEUTH_IMAGE`` (sleuth) and ``SLEUTH_MODEL_IMAGE`` (vLLM), the runbook links
     of the rendered alerts from ``SLEUTH_RUNBOOK_BASE_URL``, when set; ``placement`` as
     :func:`workload_placement` reads it."""
+    from sleuth.operator.render.meta import RenderSettings
+
     defaults = RenderSettings()
     return dataclasses.replace(
         defaults,
@@ -49,9 +52,12 @@ def workload_placement(text: str) -> dict[str, Any]:
     }
 
 
-def loop_settings(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Any:
+def loop_settings(
+    args: argparse.Namespace, environ: Mapping[str, str] = os.environ
+) -> LoopSettings:
     """The runtime's settings from the parsed arguments (flags win over the environment)."""
     from sleuth.operator.runtime import LoopSettings
+    from sleuth.operator.workqueue import Backoff
 
     env = dict(environ)
     if args.image:
