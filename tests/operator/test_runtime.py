@@ -184,7 +184,8 @@ class FakeApi(OperatorKube):
         self.requests.append(method)
         if method == "GET":
             return copy.deepcopy(self.store.get(path))
-        assert method == "PATCH" and content_type == "application/apply-patch+yaml"
+        assert method == "PATCH"
+        assert content_type == "application/apply-patch+yaml"
         self.version += 1
         obj = json.loads(json.dumps(body))
         obj["metadata"]["resourceVersion"] = str(self.version)

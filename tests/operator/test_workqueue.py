@@ -131,12 +131,13 @@ def test_a_worker_survives_a_process_that_raises() -> None:
             raise RuntimeError("a bug")
         queue.forget(key)
 
-    threads = run_workers(queue, process, count=1)
+    (thread,) = run_workers(queue, process, count=1)
     try:
         queue.add("a")
         eventually(lambda: len(seen) >= 2, timeout=10)  # retried after the bug, same thread
     finally:
         queue.shut_down()
+        thread.join(timeout=5)
     assert seen[:2] == ["a", "a"]
 
 

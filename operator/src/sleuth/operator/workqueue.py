@@ -185,9 +185,7 @@ def run_workers(
             finally:
                 queue.done(key)
 
-    threads = [
-        threading.Thread(target=loop, name=f"{name}-{i}", daemon=True) for i in range(count)
-    ]
+    threads = [threading.Thread(target=loop, name=f"{name}-{i}", daemon=True) for i in range(count)]
     for thread in threads:
         thread.start()
     return threads
