@@ -97,11 +97,11 @@ def _run(args: argparse.Namespace) -> int:
     kopf.configure(verbose=args.verbose)
     # kopf's own default identity asks getpass.getuser(), which raises KeyError for a uid without
     # a passwd entry (the image's 65532 in a pod with no USER/LOGNAME): name ourselves instead.
-    identity = default_identity()
+    identity = default_identity(os.environ.get("POD_NAME"))
     if args.leader_election_lease:
         lead(
             args.leader_election_lease,
-            args.leader_election_namespace,
+            args.leader_election_namespace or os.environ.get("POD_NAMESPACE"),
             args.liveness,
             args.kubeconfig,
         )
