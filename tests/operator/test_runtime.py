@@ -12,6 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from sleuth.core.errors import KubeRejected, KubeRetryable
+from sleuth.core.kube import TOOL_BINDING
 from sleuth.operator.applier import OperatorKube, covers
 from sleuth.operator.evalmetrics import EvalMetrics
 from sleuth.operator.metrics import OperatorMetrics
@@ -253,3 +254,57 @@ def test_covers_compares_owned_fields_only() -> None:
     assert not covers({"a": 1}, {"a": "1"})
     assert not covers({"a": True}, {"a": 1})
     assert not covers({"a": 1}, {})
+
+
+# -- the ToolBinding cache -----------------------------------------------------------------------
+
+
+def binding(name: str, version: int, namespace: str = NS) -> dict[str, Any]:
+    return {
+        "kind": "ToolBinding",
+        "metadata": {"namespace": namespace, "name": name, "resourceVersion": str(version)},
+        "spec": {"agentRef": {"name": "contracts"}},
+    }
+
+
+def names(cache: WatchCache, namespace: str = NS) -> list[str] | None:
+    found = cache.bodies("ToolBinding", namespace)
+    return None if found is None else sorted(b["metadata"]["name"] for b in found)
+
+
+def test_bindings_are_served_only_after_a_real_list_and_follow_the_events() -> None:
+    cache = WatchCache()
+    cache.keep("ToolBinding", binding("a", 5), deleted=False)
+    assert names(cache) is None  # the events alone may not have shown everything yet
+    cache.relisted("ToolBinding", NS, [binding("a", 5), binding("b", 6)], "10")
+    assert names(cache) == ["a", "b"]
+    assert names(cache, "elsewhere") is None  # a namespace no list covered
+    cache.keep("ToolBinding", binding("c", 11), deleted=False)
+    cache.keep("ToolBinding", binding("b", 12), deleted=True)
+    assert names(cache) == ["a", "c"]
+
+
+def test_a_relist_drops_what_a_missed_delete_left_and_never_brings_back_a_deleted_one() -> None:
+    cache = WatchCache()
+    cache.relisted("ToolBinding", NS, [binding("a", 5), binding("b", 6)], "10")
+    cache.keep("ToolBinding", binding("late", 21), deleted=False)  # after the next list's version
+    cache.keep("ToolBinding", binding("a", 19), deleted=True)  # deleted after that list was taken
+    # a list at version 20: "b" is gone (its DELETED event was missed), "a" still listed
+    cache.relisted("ToolBinding", NS, [binding("a", 5)], "20")
+    assert names(cache) == ["late"]
+    cache.relisted("ToolBinding", NS, [], "30")
+    assert names(cache) == []
+
+
+def test_the_reconcilers_lists_of_bindings_come_from_the_cache_once_listed() -> None:
+    cache = WatchCache()
+    kube = FakeApi(cache)
+    path = "/apis/sleuth.dev/v1alpha1/namespaces/team-a/toolbindings"
+    kube.store[path] = {"metadata": {"resourceVersion": "7"}, "items": [binding("a", 5)]}
+    assert kube.list(TOOL_BINDING, NS) == [binding("a", 5)]
+    assert kube.requests == ["GET"]  # not yet listed into the cache: a real list
+    items, version = kube.list_at(TOOL_BINDING, NS)
+    cache.relisted("ToolBinding", NS, items, version)
+    kube.requests.clear()
+    assert kube.list(TOOL_BINDING, NS) == [binding("a", 5)]
+    assert kube.requests == []

@@ -12,7 +12,10 @@ write at all:
    other managers added are not the operator's), skip and record it.
 3. Otherwise apply, and record the fingerprint of what the apiserver returned.
 
-A deleted child has no fingerprint and is absent when read, so it is applied again. Every write
+A deleted child has no fingerprint and is absent when read, so it is applied again.
+
+Lists of ToolBindings (every reconcile reads its namespace's) are served from the watch cache
+once a real list filled it (:meth:`OperatorKube.list_at`, at start and at each resync). Every write
 the reconcilers make goes through here and is counted in ``sleuth_operator_writes_total{verb}``
 (:mod:`sleuth.operator.metrics`), skipped applies in ``sleuth_operator_applies_skipped_total``.
 """
@@ -24,7 +27,7 @@ import json
 import threading
 from typing import Any
 
-from sleuth.core.kube import Kube, Resource, resource_of
+from sleuth.core.kube import TOOL_BINDING, Kube, Resource, resource_of
 from sleuth.operator.metrics import OperatorMetrics
 from sleuth.operator.watchcache import ChildKey, WatchCache, child_key, fingerprint
 
@@ -63,6 +66,23 @@ class OperatorKube(Kube):
         self.metrics = metrics
         self._applied: dict[ChildKey, tuple[str, str]] = {}
         self._lock = threading.Lock()
+
+    def list_at(
+        self, resource: Resource, namespace: str | None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """A real list (never the cache) and the collection's resourceVersion."""
+        found = self._request("GET", resource.path(namespace)) or {}
+        items: list[dict[str, Any]] = found.get("items", [])
+        return items, str((found.get("metadata") or {}).get("resourceVersion", ""))
+
+    def list(
+        self, resource: Resource, namespace: str | None, label_selector: str | None = None
+    ) -> list[dict[str, Any]]:
+        if resource == TOOL_BINDING and namespace is not None and label_selector is None:
+            cached = self.cache.bodies(resource.kind, namespace)
+            if cached is not None:
+                return cached
+        return super().list(resource, namespace, label_selector)
 
     def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
         key = child_key(manifest)

@@ -81,7 +81,7 @@ async def configure(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> Non
     settings.posting.level = logging.WARNING  # our Events are the transitions, not kopf's logs
     settings.watching.server_timeout = 120
     settings.watching.client_timeout = 150
-    runtime_of(memo).start()
+    await asyncio.to_thread(runtime_of(memo).start)
 
 
 @kopf.on.cleanup()
@@ -100,10 +100,13 @@ async def agent_event(
 
 @kopf.on.event(GROUP, VERSION, TOOL_BINDING.plural)
 async def binding_event(
-    type: str | None, namespace: str | None, name: str, body: kopf.Body, memo: Any, **_: Any
+    type: str | None, namespace: str | None, name: str, event: Any, memo: Any, **_: Any
 ) -> None:
     assert namespace is not None, "sleuth kinds are namespaced"
-    runtime_of(memo).binding_seen(namespace, name, agent_of(body), deleted=type == "DELETED")
+    body = event["object"]
+    runtime_of(memo).binding_seen(
+        namespace, name, agent_of(body), deleted=type == "DELETED", body=body
+    )
 
 
 @kopf.on.event(GROUP, VERSION, EVAL_SCHEDULE.plural)

@@ -9,7 +9,8 @@ its worker threads and the resync — so that no module holds state of its own:
 - ``workers`` threads drain the :class:`~sleuth.operator.workqueue.WorkQueue`, one reconcile per
   key (:meth:`Runtime.process`); retryable failures back off per key, permanent ones wait for a
   change or the next resync;
-- every ``resync_seconds`` the resync enqueues every key the watches know (no list call);
+- every ``resync_seconds`` the resync enqueues every key the watches know, after one real list
+  of ToolBindings per watched scope refreshed the cache the reconcilers read them from;
 - :meth:`Runtime.stop` stops taking work and waits, at most ``shutdown_seconds``, for the
   reconciles in flight.
 """
@@ -103,7 +104,8 @@ class Runtime:
     # -- the loop ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the workers and the resync."""
+        """Fill the ToolBinding cache, start the workers and the resync."""
+        self.relist()
         self._threads = run_workers(self.queue, self.process, self.settings.workers, "reconcile")
         resync = threading.Thread(target=self._resync_forever, name="resync", daemon=True)
         resync.start()
@@ -146,6 +148,21 @@ class Runtime:
         finally:
             self.metrics.observe(kind, outcome, time.monotonic() - started)
 
+    def relist(self) -> None:
+        """One real list of ToolBindings per watched scope into the cache (a failure leaves the
+        reconcilers listing for themselves until the next one succeeds)."""
+        kube = self.ctx.kube
+        if not isinstance(kube, OperatorKube):
+            return
+        scopes: list[str | None] = list(self.settings.namespaces) or [None]
+        for scope in scopes:
+            try:
+                items, version = kube.list_at(TOOL_BINDING, scope)
+            except SleuthError as err:
+                log.warning("listing ToolBindings in %s: %s", scope or "all namespaces", err)
+                continue
+            self.cache.relisted(TOOL_BINDING.kind, scope, items, version)
+
     def resync_once(self) -> int:
         """Enqueue every object the watches know; returns how many."""
         keys = self.cache.keys()
@@ -155,6 +172,7 @@ class Runtime:
 
     def _resync_forever(self) -> None:
         while not self._stopping.wait(self.settings.resync_seconds):
+            self.relist()
             log.info("resync: %d objects enqueued", self.resync_once())
 
     # -- what the watches report ------------------------------------------------------------
@@ -174,9 +192,18 @@ class Runtime:
                 self.queue.add((TOOL_BINDING.kind, namespace, binding))
         self._wake_schedules(namespace, name)
 
-    def binding_seen(self, namespace: str, name: str, agent: str | None, deleted: bool) -> None:
+    def binding_seen(
+        self,
+        namespace: str,
+        name: str,
+        agent: str | None,
+        deleted: bool,
+        body: dict[str, Any] | None = None,
+    ) -> None:
         """A ToolBinding changed or went: it, the agent it names (and named before) converge."""
         kind = TOOL_BINDING.kind
+        if body is not None:
+            self.cache.keep(kind, body, deleted)
         if deleted:
             before = self.cache.gone_object(kind, namespace, name)
         else:

@@ -1,11 +1,13 @@
-"""What the watches have seen: the keys of every sleuth object, who names which agent, and a
-fingerprint of every managed child.
+"""What the watches have seen: the keys of every sleuth object, who names which agent, the
+ToolBindings themselves, and a fingerprint of every managed child.
 
-kopf's event handlers feed it (:meth:`WatchCache.seen_object`, :meth:`WatchCache.seen_child`);
-the handlers read the agent → ToolBindings and agent → EvalSchedules maps from it instead of
-listing on every event, the resync enqueues its keys, and :mod:`sleuth.operator.applier` compares
-a child's fingerprint with the one it last applied before writing. Thread-safe: the event loop
-writes, worker threads read.
+kopf's event handlers feed it (:meth:`WatchCache.seen_object`, :meth:`WatchCache.seen_child`,
+:meth:`WatchCache.keep`); the handlers read the agent → ToolBindings and agent → EvalSchedules
+maps from it instead of listing on every event, the resync enqueues its keys,
+:mod:`sleuth.operator.applier` compares a child's fingerprint with the one it last applied before
+writing, and serves the reconcilers' lists of ToolBindings from it once a real list has filled it
+(:meth:`WatchCache.relisted`, at start and at every resync, which also drops what a missed
+DELETED event left behind). Thread-safe: the event loop writes, worker threads read.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ class WatchCache:
     _objects: dict[str, dict[tuple[str, str], str | None]] = field(default_factory=dict)
     _naming: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
     _children: dict[ChildKey, str] = field(default_factory=dict)
+    _bodies: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=dict)
+    _listed: dict[str, set[str | None]] = field(default_factory=dict)
+    _gone: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def seen_object(self, kind: str, namespace: str, name: str, agent: str | None) -> str | None:
@@ -91,6 +96,50 @@ class WatchCache:
                 (kind, ns, name) for kind, known in self._objects.items() for (ns, name) in known
             ]
 
+    def keep(self, kind: str, body: dict[str, Any], deleted: bool) -> None:
+        """Record (or, deleted, drop) the body of an object whose lists the cache serves."""
+        meta = body["metadata"]
+        key = (str(meta["namespace"]), str(meta["name"]))
+        with self._lock:
+            known = self._bodies.setdefault(kind, {})
+            if deleted:
+                known.pop(key, None)
+                self._gone[(kind, *key)] = body  # a list taken before must not bring it back
+            elif _newer(body, known.get(key)):
+                known[key] = body
+                self._gone.pop((kind, *key), None)
+
+    def relisted(
+        self, kind: str, scope: str | None, items: list[dict[str, Any]], version: str
+    ) -> None:
+        """Merge a real list of ``kind`` in ``scope`` (a namespace, None: all), taken at
+        collection ``version``: what it lacks and no later event brought is gone."""
+        listed = {(str(o["metadata"]["namespace"]), str(o["metadata"]["name"])): o for o in items}
+        with self._lock:
+            known = self._bodies.setdefault(kind, {})
+            for key, body in list(known.items()):
+                mine = scope is None or key[0] == scope
+                if mine and key not in listed and not _later_than(body, version):
+                    del known[key]
+            for key, body in listed.items():
+                gone = self._gone.get((kind, *key))
+                if gone is not None and _newer(gone, body):
+                    continue
+                if _newer(body, known.get(key)):
+                    known[key] = body
+            for tomb in [t for t, body in self._gone.items() if t[0] == kind]:
+                if not _later_than(self._gone[tomb], version):
+                    del self._gone[tomb]  # this list no longer holds it: nothing to guard
+            self._listed.setdefault(kind, set()).add(scope)
+
+    def bodies(self, kind: str, namespace: str) -> list[dict[str, Any]] | None:
+        """The ``kind`` objects of ``namespace``; None until a real list covered it."""
+        with self._lock:
+            scopes = self._listed.get(kind, set())
+            if None not in scopes and namespace not in scopes:
+                return None
+            return [b for (ns, _), b in self._bodies.get(kind, {}).items() if ns == namespace]
+
     def seen_child(self, obj: dict[str, Any]) -> None:
         digest = fingerprint(obj)
         with self._lock:
@@ -104,6 +153,23 @@ class WatchCache:
         """The fingerprint of a child as last watched; None when unknown or deleted."""
         with self._lock:
             return self._children.get(key)
+
+
+def _version(body: dict[str, Any] | None) -> int | None:
+    text = str(((body or {}).get("metadata") or {}).get("resourceVersion", ""))
+    return int(text) if text.isdigit() else None
+
+
+def _newer(body: dict[str, Any], than: dict[str, Any] | None) -> bool:
+    """Whether ``body`` is at least as recent as ``than`` (unknown versions: yes)."""
+    mine, theirs = _version(body), _version(than)
+    return mine is None or theirs is None or mine >= theirs
+
+
+def _later_than(body: dict[str, Any], version: str) -> bool:
+    """Whether an event brought ``body`` after a list at collection ``version``."""
+    mine = _version(body)
+    return mine is not None and version.isdigit() and mine > int(version)
 
 
 __all__ = ["ChildKey", "Key", "WatchCache", "child_key", "fingerprint"]
