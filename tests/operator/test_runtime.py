@@ -251,7 +251,9 @@ def test_a_restarted_applier_reads_once_and_writes_nothing_when_converged() -> N
 def test_covers_compares_owned_fields_only() -> None:
     assert covers({"a": 1, "b": [{"c": "d"}]}, {"a": 1, "b": [{"c": "d", "e": 2}], "f": 3})
     assert not covers({"b": [{"c": "d"}]}, {"b": [{"c": "d"}, {"c": "x"}]})
-    assert not covers({"a": 1}, {"a": "1"})
+    assert covers({"gpu": 1}, {"gpu": "1"})  # the apiserver returns quantities as strings
+    assert not covers({"gpu": 2}, {"gpu": "1"})
+    assert not covers({"a": "1"}, {"a": 1})
     assert not covers({"a": True}, {"a": 1})
     assert not covers({"a": 1}, {})
 

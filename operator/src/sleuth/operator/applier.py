@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 from typing import Any
 
@@ -31,23 +32,40 @@ from sleuth.core.kube import TOOL_BINDING, Kube, Resource, resource_of
 from sleuth.operator.metrics import OperatorMetrics
 from sleuth.operator.watchcache import ChildKey, WatchCache, child_key, fingerprint
 
+log = logging.getLogger("sleuth.operator")
+
 
 def covers(desired: Any, live: Any) -> bool:
     """Whether ``live`` holds every field of ``desired`` with the same value (dicts may hold
     more keys; lists must match entry by entry)."""
+    return difference(desired, live) is None
+
+
+def difference(desired: Any, live: Any, path: str = "") -> str | None:
+    """The first field of ``desired`` that ``live`` lacks or holds otherwise (None: covered)."""
     if isinstance(desired, dict):
-        return isinstance(live, dict) and all(
-            k in live and covers(v, live[k]) for k, v in desired.items()
-        )
+        if not isinstance(live, dict):
+            return path or "."
+        for key, value in desired.items():
+            if key not in live:
+                return f"{path}.{key}"
+            found = difference(value, live[key], f"{path}.{key}")
+            if found is not None:
+                return found
+        return None
     if isinstance(desired, list):
-        return (
-            isinstance(live, list)
-            and len(desired) == len(live)
-            and all(covers(d, v) for d, v in zip(desired, live, strict=True))
-        )
+        if not isinstance(live, list) or len(desired) != len(live):
+            return path
+        for index, (d, v) in enumerate(zip(desired, live, strict=True)):
+            found = difference(d, v, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
     if isinstance(desired, bool) or isinstance(live, bool):
-        return desired is live
-    return bool(desired == live)
+        return None if desired is live else path
+    if isinstance(desired, int) and isinstance(live, str):  # a quantity (gpu: 1) comes back "1"
+        return None if str(desired) == live else path
+    return None if desired == live else path
 
 
 def manifest_digest(manifest: dict[str, Any]) -> str:
@@ -94,10 +112,12 @@ class OperatorKube(Kube):
             self.metrics.skipped(key[1])
             return manifest
         live = self.get(resource_of(manifest), key[2], key[3])
-        if live is not None and covers(manifest, live):
+        differs = "absent" if live is None else difference(manifest, live)
+        if live is not None and differs is None:
             self._remember(key, wanted, live)
             self.metrics.skipped(key[1])
             return live
+        log.info("apply %s %s/%s: %s differs", key[1], key[2], key[3], differs)
         self.metrics.wrote("apply", key[1])
         result = super().apply(manifest)
         self._remember(key, wanted, result)
@@ -142,4 +162,4 @@ class OperatorKube(Kube):
         return super().replace(manifest)
 
 
-__all__ = ["OperatorKube", "covers", "manifest_digest"]
+__all__ = ["OperatorKube", "covers", "difference", "manifest_digest"]
