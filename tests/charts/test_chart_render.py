@@ -192,6 +192,10 @@ def test_operator_arguments_are_accepted_by_the_cli(helm: Path, name: str) -> No
     assert args.liveness == "http://0.0.0.0:8080/healthz"
     assert args.leader_election_lease == "sleuth-operator"
     assert args.leader_election_namespace == RELEASE_NAMESPACE
+    assert args.workers == 4
+    (operator,) = [d for d in docs if d["kind"] == "Deployment"]
+    grace = operator["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert args.shutdown_seconds + 10 <= grace  # in-flight reconciles end well inside the grace
 
 
 def test_empty_model_image_leaves_the_operator_default(helm: Path) -> None:
@@ -207,7 +211,7 @@ def test_every_runbook_link_leads_to_a_page_and_the_operator_uses_the_same_base(
     helm: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The chart's alerts and every EvalSchedule's link <runbookBaseUrl>/<Alert>.md, one base."""
-    from sleuth.operator.handlers import settings_from_env
+    from sleuth.operator.cli import settings_from_env
     from sleuth.operator.render.meta import DEFAULT_RUNBOOK_BASE_URL
 
     docs = documents(template(helm, VALUE_SETS["monitoring"]))

@@ -165,10 +165,24 @@ def test_bad_operator_defaults_are_refused(defaults: dict[str, Any]) -> None:
         TracingDefaults(**defaults)
 
 
-def test_operator_defaults_survive_the_cli_to_handlers_hand_over() -> None:
-    defaults = TracingDefaults(endpoint=COLLECTOR, sampling_ratio=0.1, capture_content=True)
-    assert TracingDefaults.from_text(defaults.to_text()) == defaults
-    assert TracingDefaults.from_text("") == TracingDefaults()
+def test_the_operator_flags_reach_the_render_settings() -> None:
+    from sleuth.core.cli import build_parser
+    from sleuth.operator.cli import loop_settings
+
+    args = build_parser("operator").parse_args(
+        [
+            "operator",
+            "--tracing-endpoint",
+            COLLECTOR,
+            "--tracing-sampling-ratio",
+            "0.1",
+            "--tracing-capture-content",
+        ]
+    )
+    expected = TracingDefaults(endpoint=COLLECTOR, sampling_ratio=0.1, capture_content=True)
+    assert loop_settings(args, environ={}).render.tracing == expected
+    plain = build_parser("operator").parse_args(["operator"])
+    assert loop_settings(plain, environ={}).render.tracing == TracingDefaults()
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,8 @@ A ToolBinding's tool service follows its agent's settings, with its own service 
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from sleuth.core.api.v1alpha1.evalschedule import URL_PATTERN
@@ -37,22 +36,6 @@ class TracingDefaults:
             raise ValueError(f"tracing endpoint {self.endpoint!r} is not an http(s) URL")
         if not 0 <= self.sampling_ratio <= 1:
             raise ValueError(f"tracing sampling ratio {self.sampling_ratio} is not within [0, 1]")
-
-    def to_text(self) -> str:
-        """JSON, as the operator's CLI hands it to the handlers (``SLEUTH_TRACING``)."""
-        return json.dumps(asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_text(cls, text: str) -> TracingDefaults:
-        """The inverse of :meth:`to_text`; empty text: tracing off."""
-        if not text:
-            return cls()
-        raw = json.loads(text)
-        return cls(
-            endpoint=str(raw.get("endpoint", "")),
-            sampling_ratio=float(raw.get("sampling_ratio", 1.0)),
-            capture_content=bool(raw.get("capture_content", False)),
-        )
 
 
 @dataclass(frozen=True)
