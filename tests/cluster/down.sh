@@ -17,6 +17,6 @@ if [[ -x "$kwokctl" ]]; then
 else
   echo "no kwokctl in $cache/bin/current; no cluster to stop" >&2
 fi
-rm -f "$cache/kwok/$name.kubeconfig" "$cache/kwok/$name.kwokctl.yaml"
+rm -f "$cache/kwok/$name.kubeconfig" "$cache/kwok/$name.kwokctl.yaml" "$cache/kwok/$name.audit.log"
 python3 "$here/ports.py" release "$name"
 exit "$rc"

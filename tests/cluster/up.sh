@@ -3,7 +3,8 @@
 # kwok-controller as host processes (kwokctl's binary runtime, pointed at binaries built from the
 # Go module proxy — nothing is downloaded), then simulated nodes and the prometheus-operator CRDs.
 #
-#   tests/cluster/up.sh [--h100 N] [--cpu N] [--real-node]    # prints the kubeconfig path on stdout
+#   tests/cluster/up.sh [--h100 N] [--cpu N] [--real-node] [--service-cidr CIDR] [--audit-policy FILE]
+#                                                            # prints the kubeconfig path on stdout
 #
 # --real-node also joins this machine as a real worker node (tests/cluster/node.sh up: containerd,
 # kubelet, kube-proxy, CoreDNS) and taints the simulated CPU nodes kwok.x-k8s.io/node=fake:NoSchedule
@@ -15,19 +16,44 @@
 # (kubelet client certificate, InternalIP first, advertise address and serving-cert SANs that
 # pods can reach). Kwok-only clusters behave as before otherwise.
 #
+# --service-cidr widens the Service IP range (default 10.0.0.0/24, about 250 Services: ~50 agents
+# with three tools each); bench/operator_scale.py passes 10.0.0.0/16. Kwok-only clusters: the real
+# node's routes are fixed to the default. --audit-policy starts kube-apiserver with that audit
+# policy file, logging to $SLEUTH_CACHE/kwok/<name>.audit.log (the benchmark counts writes there).
+#
 # Environment: SLEUTH_CLUSTER (cluster name, default "sleuth"), SLEUTH_CACHE (build cache).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/versions.env"
-h100=4 cpu=2 real_node=0
+# The real node's addresses (tests/cluster/node.py): the bridge address is the node IP and the
+# kube-apiserver's advertise address.
+NODE_IP=10.244.0.1
+DEFAULT_SERVICE_CIDR=10.0.0.0/24
+h100=4 cpu=2 real_node=0 service_cidr="$DEFAULT_SERVICE_CIDR" audit_policy=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --h100) h100="$2"; shift 2 ;;
     --cpu) cpu="$2"; shift 2 ;;
     --real-node) real_node=1; shift ;;
+    --service-cidr) service_cidr="$2"; shift 2 ;;
+    --audit-policy) audit_policy="$(realpath "$2")"; shift 2 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
+if (( real_node )) && [[ "$service_cidr" != "$DEFAULT_SERVICE_CIDR" ]]; then
+  echo "up.sh: --service-cidr with --real-node: the real node routes only $DEFAULT_SERVICE_CIDR" >&2
+  exit 2
+fi
+if [[ -n "$audit_policy" && ! -f "$audit_policy" ]]; then
+  echo "up.sh: --audit-policy $audit_policy: no such file" >&2
+  exit 2
+fi
+# The first IP of the range is the kubernetes Service's (10.0.0.1 for the default).
+FIRST_SERVICE_IP="$(python3 -c 'import ipaddress, sys; print(ipaddress.ip_network(sys.argv[1])[1])' "$service_cidr")" || {
+  echo "up.sh: --service-cidr $service_cidr: not a network address" >&2
+  exit 2
+}
+
 name="${SLEUTH_CLUSTER:-sleuth}"
 cache="${SLEUTH_CACHE:-$HOME/.cache/sleuth}"
 bin="$("$here/build.sh")"
@@ -36,12 +62,6 @@ export KWOK_KUBE_VERSION="$KUBERNETES_VERSION"
 export PATH="$bin:$PATH"
 kubeconfig="$KWOK_WORKDIR/clusters/$name/kubeconfig.yaml"
 log() { printf '[cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-# The real node's addresses (tests/cluster/node.py): the bridge address is the node IP and the
-# kube-apiserver's advertise address; 10.0.0.1 is the first IP of the service CIDR.
-NODE_IP=10.244.0.1
-SERVICE_CIDR=10.0.0.0/24
-FIRST_SERVICE_IP=10.0.0.1
 
 t0=$(date +%s.%N)
 if kwokctl get clusters 2>/dev/null | grep -qx "$name"; then
@@ -58,6 +78,13 @@ fi
 base="$(python3 "$here/ports.py" claim "$name")"
 pki="$KWOK_WORKDIR/clusters/$name/pki"
 config="$KWOK_WORKDIR/$name.kwokctl.yaml"
+audit_log="$KWOK_WORKDIR/$name.audit.log"
+rm -f "$audit_log"
+audit_args=""
+if [[ -n "$audit_policy" ]]; then
+  audit_args="- {key: audit-policy-file, value: \"$audit_policy\"}
+  - {key: audit-log-path, value: \"$audit_log\"}"
+fi
 cat > "$config" <<YAML
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
@@ -72,11 +99,12 @@ options:
 componentsPatches:
 - name: kube-apiserver
   extraArgs:
-  - {key: service-cluster-ip-range, value: "$SERVICE_CIDR"}
+  - {key: service-cluster-ip-range, value: "$service_cidr"}
   - {key: advertise-address, value: "$NODE_IP"}
   - {key: kubelet-client-certificate, value: "$pki/admin.crt"}
   - {key: kubelet-client-key, value: "$pki/admin.key"}
   - {key: kubelet-preferred-address-types, value: "InternalIP,Hostname"}
+  $audit_args
 - name: kube-controller-manager
   extraArgs:
   - {key: leader-elect, value: "false"}
@@ -108,7 +136,7 @@ kubectl apply --server-side -f "$crds/monitoring.coreos.com_prometheusrules.yaml
   -f "$crds/monitoring.coreos.com_servicemonitors.yaml" -f "$crds/monitoring.coreos.com_podmonitors.yaml" >/dev/null
 kubectl wait --for=condition=Established --timeout=60s \
   crd/prometheusrules.monitoring.coreos.com crd/servicemonitors.monitoring.coreos.com >/dev/null
-kubectl wait --for=condition=Ready --timeout=60s node --all >/dev/null
+kubectl wait --for=condition=Ready --timeout=$((60 + (h100 + cpu) / 2))s node --all >/dev/null
 # The default ServiceAccount appears once kube-controller-manager runs.
 for _ in $(seq 1 360); do  # up to 3 min: kube-controller-manager starts slowly under load
   kubectl get serviceaccount default -n default >/dev/null 2>&1 && break
