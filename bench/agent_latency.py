@@ -13,7 +13,9 @@ parallel case, for sleuth and for LangGraph's prebuilt ReAct agent (same server,
 same run; needs the ``bench`` extra); (2) orchestration throughput: loop iterations per CPU-second
 with a zero-latency model and tools, in-process and over HTTP; (3) time to first answer token
 against total latency through the agent's streamed HTTP API (``bench/agent_ttft.py``, which also
-runs alone; ``--no-ttft`` skips it). Prints a table and writes JSON to
+runs alone; ``--no-ttft`` skips it); (4) tracing off, on, and on with the collector down, side
+by side (``bench/agent_tracing.py``, which also runs alone; ``--no-tracing`` skips it). Prints a
+table and writes JSON to
 ``bench/results/agent_latency.json`` (and the tables as ``.md`` beside it).
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -305,6 +308,10 @@ def markdown(result: dict[str, Any]) -> str:
         from agent_ttft import markdown as ttft_markdown
 
         lines += ["", ttft_markdown(result["ttft"]).rstrip("\n")]
+    if result.get("tracing"):
+        from agent_tracing import markdown as tracing_markdown
+
+        lines += ["", tracing_markdown(result["tracing"]).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
@@ -326,7 +333,7 @@ def print_tp(r: dict[str, Any]) -> None:
     )
 
 
-async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+async def main_async(args: argparse.Namespace, sink_url: str | None) -> dict[str, Any]:
     try:
         import langgraph.prebuilt  # noqa: F401
 
@@ -344,6 +351,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             from agent_ttft import ttft_section  # a sibling script: bench/ is sys.path[0]
 
             ttft = await ttft_section(server, max(16, args.conversations // 4), 16)
+        tracing: list[dict[str, Any]] = []
+        if sink_url is not None:
+            from agent_tracing import tracing_section
+
+            tracing = await tracing_section(server, sink_url, args.conversations // 3, 16, 3)
     return {
         "machine": {
             "cpus": os.cpu_count(),
@@ -355,6 +367,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "latency": latency,
         "throughput": tp,
         "ttft": ttft,
+        "tracing": tracing,
     }
 
 
@@ -365,17 +378,22 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="per throughput run")
     parser.add_argument("--no-langgraph", action="store_true")
     parser.add_argument("--no-ttft", action="store_true", help="skip section (3)")
+    parser.add_argument("--no-tracing", action="store_true", help="skip section (4)")
     parser.add_argument("--quick", action="store_true", help="64 conversations, 1 s runs")
     parser.add_argument("--out", default="bench/results/agent_latency.json")
     args = parser.parse_args()
     if args.quick:
         args.conversations, args.seconds = 64, 1.0
-    try:
-        import uvloop
+    from agent_tracing import otlp_sink  # a sibling script: bench/ is sys.path[0]
 
-        result = uvloop.run(main_async(args))
-    except ImportError:
-        result = asyncio.run(main_async(args))
+    with contextlib.ExitStack() as stack:
+        sink_url = None if args.no_tracing else stack.enter_context(otlp_sink())
+        try:
+            import uvloop
+
+            result = uvloop.run(main_async(args, sink_url))
+        except ImportError:
+            result = asyncio.run(main_async(args, sink_url))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -32,7 +32,10 @@ CLUSTER_DIR = ROOT / "tests" / "cluster"
 sys.path.insert(0, str(CLUSTER_DIR))
 from realnode_kit import node_namespace, real_node  # noqa: E402
 
-__all__ = ["node_namespace", "real_node"]
+# The trace backend (Jaeger on loopback ports) of the tracing tests, one per session.
+from tests.support.jaeger import jaeger  # noqa: E402
+
+__all__ = ["jaeger", "node_namespace", "real_node"]
 
 
 @dataclass

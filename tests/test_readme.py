@@ -14,7 +14,6 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -216,15 +215,9 @@ def test_cluster_block(own_cluster: dict[str, str], tmp_path: Path) -> None:
         log.close()
     assert "condition met" in outputs["wait"]
     table = outputs["get"]
-    # Ready can flip to False for a moment after `kubectl wait` while the operator rolls the
-    # agent onto its tools' endpoints (issue 15: Ready during a rollout): wait for it again.
-    deadline = time.monotonic() + 120
-    while not re.search(r"agentdeployment\.sleuth\.dev/contracts\s+True", table):
-        assert time.monotonic() < deadline, table
-        time.sleep(2)
-        table = subprocess.run(
-            ["kubectl", "get", "sleuth"], cwd=ROOT, env=env, capture_output=True, text=True
-        ).stdout
+    # Once Ready, the agent stays Ready: it rolls once on creation, and Ready holds during a
+    # rollout that keeps enough replicas serving (issue 15).
+    assert re.search(r"agentdeployment\.sleuth\.dev/contracts\s+True", table), table
     assert re.search(r"evalschedule\.sleuth\.dev/contracts-weekly\s+0 3 \* \* 1", table), table
     for header in ("READY", "MODEL", "GPUS", "TOOLS", "AGENT", "TYPE", "SCHEDULE", "FAITHFULNESS"):
         assert header in table

@@ -258,3 +258,172 @@ def test_the_scheduled_evals_questions_are_not_sampled(
         assert agent.value(
             "sleuth_agent_online_eval_sampled_total", agent="ops", metric="faithfulness"
         ) == pytest.approx(1)
+
+
+# -- Scores linked to traces: exemplars on the histogram, an evaluation span on the trace ---------
+
+OPENMETRICS = "application/openmetrics-text; version=1.0.0"
+
+
+def answered_trace() -> Any:
+    from sleuth.agent.trace import ToolCallRecord, ToolStep, Trace
+
+    call = ToolCallRecord(
+        id="c1",
+        tool="sql_query",
+        arguments={"query": "SELECT 1"},
+        status="ok",
+        observation="47 contracts above 100k with EU providers in 2025, 8.3 M EUR",
+        start_ms=0,
+        end_ms=1,
+    )
+    step = ToolStep(iteration=1, parallel=False, start_ms=0, end_ms=1, calls=[call])
+    return Trace(question=QUESTION, model="scripted", steps=[step], iterations=1)
+
+
+def exemplars(page: str, name: str) -> list[tuple[dict[str, str], Any]]:
+    """(labels of the bucket, exemplar) of every bucket sample of ``name`` with an exemplar."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    return [
+        (s.labels, s.exemplar)
+        for family in text_string_to_metric_families(page)
+        if family.name == name
+        for s in family.samples
+        if s.exemplar is not None
+    ]
+
+
+def score_offered(model_url: str, offers: list[tuple[str | None, bool]]) -> tuple[Any, Any]:
+    """Offer one answer per ``(trace_id, inside_a_span)`` to a real evaluator (judge: the
+    scripted server over HTTP), wait until the queue is scored; return (metrics, spans)."""
+    import asyncio
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from sleuth.agent.metrics import AgentMetrics
+    from sleuth.agent.onlineeval import OnlineEvaluator
+    from sleuth.core.api.agent_config import AgentConfig
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    cfg = AgentConfig.model_validate(config(model_url, {"sampleRate": 1.0, "concurrency": 1}))
+    metrics = AgentMetrics("ops")
+    evaluator = OnlineEvaluator(cfg, metrics.online, tracer=tracer)
+
+    async def go() -> None:
+        await evaluator.start()
+        try:
+            for trace_id, in_span in offers:
+                if in_span:
+                    with tracer.start_as_current_span("invoke_agent ops"):
+                        assert evaluator.offer(QUESTION, ANSWER, answered_trace(), trace_id)
+                else:
+                    assert evaluator.offer(QUESTION, ANSWER, answered_trace(), trace_id)
+            await asyncio.wait_for(evaluator.queue.join(), timeout=60)
+        finally:
+            await evaluator.aclose()
+
+    asyncio.run(go())
+    return metrics, exporter.get_finished_spans()
+
+
+def test_a_traced_score_is_an_exemplar_and_an_event_on_its_trace(model: ScriptedServer) -> None:
+    from opentelemetry.trace import SpanKind, StatusCode, format_span_id, format_trace_id
+
+    from sleuth.agent.metrics import exposition
+
+    metrics, spans = score_offered(model.url, [(None, True)])
+    (root,) = [s for s in spans if s.name == "invoke_agent ops"]
+    trace_id = format_trace_id(root.context.trace_id)
+    evaluations = {s.name: s for s in spans if s.name.startswith("evaluate ")}
+    assert set(evaluations) == {"evaluate faithfulness", "evaluate answer_relevancy"}
+    faith = evaluations["evaluate faithfulness"]
+    # a child of the request's span, on the request's trace
+    assert faith.context.trace_id == root.context.trace_id
+    assert faith.parent is not None
+    assert format_span_id(faith.parent.span_id) == format_span_id(root.context.span_id)
+    assert faith.kind == SpanKind.INTERNAL
+    assert faith.status.status_code != StatusCode.ERROR
+    assert faith.attributes is not None
+    assert faith.attributes["sleuth.online.faithfulness"] == pytest.approx(0.75)
+    (event,) = faith.events
+    assert event.name == "gen_ai.evaluation.result"
+    assert event.attributes is not None
+    assert event.attributes["gen_ai.evaluation.name"] == "faithfulness"
+    assert event.attributes["gen_ai.evaluation.score.value"] == pytest.approx(0.75)
+
+    page, content_type = exposition(metrics.registry, OPENMETRICS)
+    assert content_type.startswith("application/openmetrics-text")
+    found = exemplars(page.decode(), "sleuth_agent_online_score")
+    by_metric = {labels["metric"]: (labels, ex) for labels, ex in found}
+    assert set(by_metric) == {"faithfulness", "answer_relevancy"}
+    labels, ex = by_metric["faithfulness"]
+    assert ex.labels == {"trace_id": trace_id}
+    assert ex.value == pytest.approx(0.75)
+    assert labels["agent"] == "ops"
+    assert labels["le"] == "0.8"  # the bucket 0.75 falls into
+    # the plain text format (what a scraper gets without asking) has no exemplars
+    text, text_type = exposition(metrics.registry, None)
+    assert text_type.startswith("text/plain")
+    assert b"# {trace_id=" not in text
+    assert (
+        b'sleuth_agent_online_score_bucket{agent="ops",le="0.8",metric="faithfulness"} 1.0' in text
+    )
+
+
+def test_a_trace_id_without_a_current_span_still_reaches_its_trace(
+    model: ScriptedServer,
+) -> None:
+    from opentelemetry.trace import format_trace_id
+
+    from sleuth.agent.metrics import exposition
+
+    given = "4bf92f3577b34da6a3ce929d0e0e4736"
+    metrics, spans = score_offered(model.url, [(given, False), (None, False)])
+    evaluations = [s for s in spans if s.name.startswith("evaluate ")]
+    # the first sample's two scores are on the given trace; the untraced one makes no span
+    assert len(evaluations) == 2
+    assert {format_trace_id(s.context.trace_id) for s in evaluations} == {given}
+    page, _ = exposition(metrics.registry, OPENMETRICS)
+    found = exemplars(page.decode(), "sleuth_agent_online_score")
+    assert {ex.labels["trace_id"] for _, ex in found} == {given}
+    samples = parse_openmetrics_counts(page.decode())
+    assert samples[("faithfulness", "+Inf")] == 2  # both samples were scored
+
+
+def parse_openmetrics_counts(page: str) -> dict[tuple[str, str], float]:
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    return {
+        (s.labels["metric"], s.labels["le"]): s.value
+        for family in text_string_to_metric_families(page)
+        if family.name == "sleuth_agent_online_score"
+        for s in family.samples
+        if s.name.endswith("_bucket")
+    }
+
+
+def test_metrics_serve_openmetrics_when_asked(model: ScriptedServer, tmp_path: Path) -> None:
+    """The agent process negotiates the format: OpenMetrics (exemplars) for a scraper that asks,
+    the text format otherwise; the online score histogram is on both."""
+    import httpx
+
+    online = {"sampleRate": 1.0, "concurrency": 1}
+    with AgentProcess(config(model.url, online), tmp_path) as agent:
+        ask_ok(agent, 1)
+        agent.wait_for(
+            "sleuth_agent_online_eval_scored_total", 1, agent="ops", metric="faithfulness"
+        )
+        om = httpx.get(f"{agent.url}/metrics", headers={"Accept": OPENMETRICS}, timeout=10)
+        text = httpx.get(f"{agent.url}/metrics", timeout=10)
+    assert om.headers["content-type"].startswith("application/openmetrics-text")
+    assert om.text.rstrip().endswith("# EOF")
+    assert parse_openmetrics_counts(om.text)[("faithfulness", "0.8")] == 1
+    assert text.headers["content-type"].startswith("text/plain")
+    assert "# EOF" not in text.text
+    assert 'sleuth_agent_online_score_count{agent="ops",metric="faithfulness"} 1.0' in text.text

@@ -65,8 +65,12 @@ def test_install_upgrade_uninstall(kube: Any, namespace: str) -> None:
         kube.kubectl("wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
     assert "agentdeployments" in kube.kubectl("api-resources", "--api-group=sleuth.dev").stdout
     # The operator is Available, on a CPU node (GPU nodes are tainted; it tolerates nothing).
-    deployment = get(kube, "deployment", operator, "-n", namespace)
-    assert available(deployment)
+    # helm --wait counts ready pods of the new ReplicaSet; the Deployment's own status follows.
+    eventually(
+        lambda: available(get(kube, "deployment", operator, "-n", namespace)),
+        60,
+        "the operator Deployment Available",
+    )
     first = operator_pods(kube, namespace, release)
     assert len(first) == 2  # two replicas, safe with leader election
     for pod in first:
@@ -84,10 +88,19 @@ def test_install_upgrade_uninstall(kube: Any, namespace: str) -> None:
 
     # helm upgrade with a changed value rolls the operator (its pod template changed).
     install(kube, release, namespace, "operator.resyncSeconds=45", verb="upgrade", reuse=True)
-    deployment = get(kube, "deployment", operator, "-n", namespace)
+    deployment = eventually(
+        lambda: (
+            (d := get(kube, "deployment", operator, "-n", namespace))["status"].get(
+                "observedGeneration"
+            )
+            == 2
+            and available(d)
+            and d
+        ),
+        60,
+        "the upgraded operator Deployment observed and Available",
+    )
     assert deployment["metadata"]["generation"] == 2
-    assert deployment["status"]["observedGeneration"] == 2
-    assert available(deployment)
     second = eventually(
         lambda: (pods := operator_pods(kube, namespace, release)) and len(pods) == 2 and pods,
         60,

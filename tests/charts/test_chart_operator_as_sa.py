@@ -205,3 +205,64 @@ def test_an_older_charts_rbac_is_reported_on_the_evalschedule_and_heals_on_upgra
         )  # fmt: skip
     assert "Traceback" not in log.read_text(errors="replace")
     kube.helm("uninstall", release, "-n", namespace, "--wait")
+
+
+README_KINDS = ("agentdeployments", "toolbindings", "evalschedules")
+
+
+def _health(kube: Any, namespace: str) -> dict[str, tuple[str, str]]:
+    """``kind/name -> (Ready, Degraded)`` of every sleuth resource in ``namespace``."""
+    out = {}
+    for kind in README_KINDS:
+        for obj in get(kube, kind, "-n", namespace)["items"]:
+            conds = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+            ready, degraded = conds.get("Ready", {}), conds.get("Degraded", {})
+            out[f"{obj['kind']}/{obj['metadata']['name']}"] = (
+                f"{ready.get('status')} {ready.get('reason')}",
+                f"{degraded.get('status')} {degraded.get('reason')}",
+            )
+    return out
+
+
+def test_the_readme_path_ends_ready(kube: Any, namespace: str, tmp_path: Path) -> None:
+    """The README to the letter: `helm install` with the chart's defaults (cluster-wide), then
+    `kubectl apply -f examples/contracts/` with no namespace, which lands in `default`. Every
+    resource ends Ready with Degraded=False: the operator may check the Secrets there, none is
+    SecretUnverifiable."""
+    release = f"d{namespace[2:]}"
+    install(kube, release, namespace)  # the chart's defaults, nothing set
+    sa = f"system:serviceaccount:{namespace}:{release}-sleuth-operator"
+    eventually(
+        lambda: (
+            kube.kubectl(
+                "auth", "can-i", "get", "secrets", f"--as={sa}", "-n", "default", check=False
+            ).stdout.strip()
+            == "yes"
+        ),
+        60,
+        "the operator may read Secrets in default",
+    )
+    kube.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CHART / "crds"))
+    examples = ROOT / "examples" / "contracts"
+    try:
+        with operator_as(
+            kube, namespace, f"{release}-sleuth-operator", ["default"], tmp_path
+        ) as log:
+            kube.kubectl("apply", "-f", str(examples))  # the README's command, as written
+
+            def healthy() -> dict[str, tuple[str, str]]:
+                health = _health(kube, "default")
+                assert len(health) == 5, health  # 1 agent, 3 bindings, 1 schedule
+                wrong = {
+                    what: state
+                    for what, state in health.items()
+                    if not state[0].startswith("True ") or state[1] != "False AsExpected"
+                }
+                assert not wrong, wrong
+                return health
+
+            eventually(healthy, 180, "every resource in default Ready with Degraded=False")
+        assert "Traceback" not in log.read_text(errors="replace")
+    finally:
+        kube.kubectl("delete", "-f", str(examples), "--ignore-not-found", "--timeout=120s")
+        kube.helm("uninstall", release, "-n", namespace, "--wait")

@@ -192,6 +192,10 @@ def test_operator_arguments_are_accepted_by_the_cli(helm: Path, name: str) -> No
     assert args.liveness == "http://0.0.0.0:8080/healthz"
     assert args.leader_election_lease == "sleuth-operator"
     assert args.leader_election_namespace == RELEASE_NAMESPACE
+    assert args.workers == 4
+    (operator,) = [d for d in docs if d["kind"] == "Deployment"]
+    grace = operator["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert args.shutdown_seconds + 10 <= grace  # in-flight reconciles end well inside the grace
 
 
 def test_empty_model_image_leaves_the_operator_default(helm: Path) -> None:
@@ -207,7 +211,7 @@ def test_every_runbook_link_leads_to_a_page_and_the_operator_uses_the_same_base(
     helm: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The chart's alerts and every EvalSchedule's link <runbookBaseUrl>/<Alert>.md, one base."""
-    from sleuth.operator.handlers import settings_from_env
+    from sleuth.operator.cli import settings_from_env
     from sleuth.operator.render.meta import DEFAULT_RUNBOOK_BASE_URL
 
     docs = documents(template(helm, VALUE_SETS["monitoring"]))
@@ -271,6 +275,25 @@ def test_cluster_mode_never_grants_secrets_cluster_wide(helm: Path) -> None:
             for rule in role["rules"]:
                 assert "*" not in rule["verbs"]
                 assert "*" not in rule["resources"]
+
+
+def test_by_default_secrets_are_readable_where_the_readme_applies_the_example(
+    helm: Path,
+) -> None:
+    """The README applies examples/contracts/ with no namespace: `default`. The chart's
+    defaults let the operator read Secrets there and nowhere else (no SecretUnverifiable on
+    the README's path); a value set that names namespaces replaces the default."""
+    docs = documents(template(helm, VALUE_SETS["default"]))
+    readers = find(docs, "RoleBinding", "sleuth-operator-secret-reader")
+    assert [b["metadata"]["namespace"] for b in readers] == ["default"]
+    assert readers[0]["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "sleuth-operator-secret-reader",
+    }
+    docs = documents(template(helm, VALUE_SETS["monitoring"]))
+    readers = find(docs, "RoleBinding", "sleuth-operator-secret-reader")
+    assert sorted(b["metadata"]["namespace"] for b in readers) == ["agents", "search"]
 
 
 _GATE = {"passed": True}
@@ -388,3 +411,37 @@ def test_install_guide_settings_render(helm: Path) -> None:
         "team-a",
         "team-b",
     ]
+
+
+def test_tracing_values_reach_the_operator_flags(helm: Path, tmp_path: Path) -> None:
+    """Tracing is off by default (no flag); the three values become the operator's flags."""
+    from sleuth.core.cli import build_parser
+
+    assert not [a for a in operator_args(documents(template(helm))) if "tracing" in a]
+    endpoint = "http://jaeger-collector.observability:4318"
+    values = tmp_path / "tracing.yaml"
+    tracing = {"endpoint": endpoint, "samplingRatio": 0.25, "captureContent": True}
+    values.write_text(yaml.safe_dump({"tracing": tracing}))
+    parsed = build_parser("operator").parse_args(operator_args(documents(template(helm, values))))
+    assert parsed.tracing_endpoint == endpoint
+    assert parsed.tracing_sampling_ratio == 0.25
+    assert parsed.tracing_capture_content is True
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        ({"samplingRatio": 1.5}, "/tracing/samplingRatio"),
+        ({"samplingRatio": -0.5}, "/tracing/samplingRatio"),
+        ({"endpoint": "jaeger:4318"}, "/tracing/endpoint"),
+        ({"sampler": "always_on"}, "sampler"),
+    ],
+)
+def test_bad_tracing_values_are_refused_by_the_schema(
+    helm: Path, tmp_path: Path, bad: dict[str, Any], said: str
+) -> None:
+    values = tmp_path / "bad.yaml"
+    values.write_text(yaml.safe_dump({"tracing": bad}))
+    proc = run_helm(helm, "template", "sleuth", str(CHART), "-f", str(values), check=False)
+    assert proc.returncode != 0
+    assert said in proc.stderr, proc.stderr

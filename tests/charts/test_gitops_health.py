@@ -143,6 +143,38 @@ def test_rolling_out_is_progressing(kind: str) -> None:
     assert (status, message) == ("Progressing", f"RollingOut: {rolling}")
 
 
+def test_a_rollout_that_keeps_serving_is_progressing_not_healthy() -> None:
+    """Ready stays True during a rollout with enough replicas available; Argo CD still waits
+    for the rollout, as it does for a Deployment."""
+    rolling = "Deployment contracts-agent: 2/2 replicas available, 1/2 updated"
+    status, message = health(
+        resource(
+            "AgentDeployment",
+            status=observed(
+                cond("Ready", "True", "Ready", "model and agent serving; 3 tools bound"),
+                cond("Progressing", "True", "RollingOut", rolling),
+                cond("Degraded", "False", "AsExpected"),
+            ),
+        )
+    )
+    assert (status, message) == ("Progressing", f"RollingOut: {rolling}")
+
+
+def test_a_rollout_past_its_deadline_is_degraded() -> None:
+    stuck = "Deployment contracts-agent: 2/2 replicas available, 1/2 updated; progress deadline"
+    status, message = health(
+        resource(
+            "AgentDeployment",
+            status=observed(
+                cond("Ready", "True", "Ready", "model and agent serving; 3 tools bound"),
+                cond("Progressing", "False", "ProgressDeadlineExceeded", stuck),
+                cond("Degraded", "True", "ProgressDeadlineExceeded", stuck),
+            ),
+        )
+    )
+    assert (status, message) == ("Degraded", f"ProgressDeadlineExceeded: {stuck}")
+
+
 def test_not_ready_and_not_progressing_is_degraded() -> None:
     status, message = health(
         resource(

@@ -3,6 +3,7 @@
 # the repository, keyed by version. A second run with the same versions does nothing.
 #
 #   tests/cluster/build.sh            # build what is missing, print the bin folder
+#   tests/cluster/build.sh jaeger     # only the trace backend (tests/support/jaeger.py)
 #
 # Output folder: ${SLEUTH_CACHE:-~/.cache/sleuth}/bin/<component>-<version>/
 set -euo pipefail
@@ -10,6 +11,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
 source "$here/versions.env"
 cache="${SLEUTH_CACHE:-$HOME/.cache/sleuth}"
+# One build at a time per cache: two runs at once (two checkouts, a test fixture and `make bins`)
+# would remove each other's half-built folders. The second waits for the first, then finds its
+# binaries built.
+mkdir -p "$cache"
+exec 9>"$cache/.build.lock"
+flock 9
 # The control plane, kubectl, and the real worker node's kubelet and kube-proxy.
 KUBE_PROGRAMS="kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy"
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
@@ -76,6 +83,33 @@ build_etcd() {
   echo "$out"
 }
 
+build_jaeger() {
+  # Jaeger v2 (cmd/jaeger, an OpenTelemetry Collector distribution). Its go.mod has a replace
+  # directive, which `go install pkg@version` refuses: build it as a tool of a throwaway module
+  # that repeats the module's single-line replace directives.
+  local out="$cache/bin/jaeger-$JAEGER_VERSION"
+  if [[ -x "$out/jaeger" ]]; then echo "$out"; return; fi
+  log "building jaeger $JAEGER_VERSION"
+  local work="$cache/src/jaeger-$JAEGER_VERSION"
+  rm -rf "$work"; mkdir -p "$work" "$out.tmp"
+  (
+    cd "$work"
+    local mod
+    mod="$(go mod download -json "github.com/jaegertracing/jaeger@$JAEGER_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')"
+    {
+      echo "module sleuth.local/jaegerbuild"
+      sed -n 's/^go \([0-9.]*\)$/go \1/p' "$mod"
+      echo "require github.com/jaegertracing/jaeger $JAEGER_VERSION"
+      grep '^replace .* => ' "$mod" || true
+      echo "tool github.com/jaegertracing/jaeger/cmd/jaeger"
+    } > go.mod
+    go mod tidy >&2
+    go build -trimpath -ldflags "-s -w" -o "$out.tmp/jaeger" github.com/jaegertracing/jaeger/cmd/jaeger >&2
+  )
+  rm -rf "$out"; mv "$out.tmp" "$out"
+  echo "$out"
+}
+
 go_install() {  # name version ldflags package...
   local name="$1" version="$2" ldflags="$3"; shift 3
   local out="$cache/bin/$name-$version"
@@ -102,6 +136,7 @@ prometheus_operator_crds() {
 
 main() {
   local t0=$SECONDS
+  if [[ "${1:-}" == jaeger ]]; then build_jaeger; return; fi
   local dirs=()
   dirs+=("$(build_etcd)")
   dirs+=("$(go_install kwok "$KWOK_VERSION" "" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl)")
@@ -112,6 +147,8 @@ main() {
   # The real worker node's cluster DNS and CRI client.
   dirs+=("$(go_install coredns "$COREDNS_VERSION" "" github.com/coredns/coredns)")
   dirs+=("$(go_install crictl "$CRICTL_VERSION" "" sigs.k8s.io/cri-tools/cmd/crictl)")
+  # The trace backend of the tracing tests (tests/support/jaeger.py).
+  dirs+=("$(build_jaeger)")
   prometheus_operator_crds >/dev/null
   mkdir -p "$cache/bin/current"
   for d in "${dirs[@]}"; do

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sleuth.core.chatwire import StreamParser, parse_body
 from sleuth.core.errors import ModelError, ModelResponseError, ModelUnavailable
-from sleuth.core.llm import StreamParser, _parse_body
 
 pytestmark = pytest.mark.unit
 
@@ -55,7 +55,7 @@ def test_any_stream_gives_a_turn_or_a_model_error(lines: list[bytes]) -> None:
 @given(JSON.map(lambda v: json.dumps(v).encode()) | st.binary(max_size=40))
 def test_any_body_gives_a_turn_or_a_model_error(raw: bytes) -> None:
     with contextlib.suppress(ModelError):
-        _parse_body(raw)
+        parse_body(raw)
 
 
 def _chunk(**delta: object) -> bytes:

@@ -341,8 +341,15 @@ def test_helm_upgrade_to_a_new_tag_rolls_operator_and_agents_without_failed_requ
     retagged = {n: f"{r.rsplit(':', 1)[0]}:{tag}" for n, r in platform.images.items()}
     outcomes = _under_traffic(platform, lambda: _upgrade(platform, retagged))
     _assert_none_failed(outcomes)
-    for pod in _pods(platform, SYSTEM, "app.kubernetes.io/name=sleuth"):
-        assert pod["spec"]["containers"][0]["image"] == retagged["operator"]
+    # helm --wait counts the new pods ready; the old ones may still be terminating.
+    eventually(
+        "every operator pod runs the new tag",
+        lambda: all(
+            pod["spec"]["containers"][0]["image"] == retagged["operator"]
+            for pod in _pods(platform, SYSTEM, "app.kubernetes.io/name=sleuth")
+        ),
+        timeout=120,
+    )
     agents = _pods(platform, APP, AGENT_PODS)
     assert agents
     assert all(p["spec"]["containers"][0]["image"] == retagged["sleuth"] for p in agents)

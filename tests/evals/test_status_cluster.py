@@ -26,6 +26,7 @@ from sleuth.evals.statuswriter import StatusWriter, api_client
 from sleuth.scoring.samples import RagSample
 from sleuth.scripted import ScriptedResponse, ScriptedServer, ScriptedToolCall
 from tests.support.paths import CRDS, SLEUTH
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -306,6 +307,8 @@ def service_account_kubeconfig(kube: Any, namespace: str, account: str, path: Pa
 
 
 def grant(kube: Any, namespace: str, account: str, verbs: str) -> None:
+    """Grant ``verbs`` on the schedule's status, and wait until the authorizer applies it (it
+    reads Roles and RoleBindings from a cache, a moment behind the writes)."""
     name = SCHEDULE["metadata"]["name"]
     role = f"{account}-role"
     kube.kubectl(
@@ -316,6 +319,17 @@ def grant(kube: Any, namespace: str, account: str, verbs: str) -> None:
         "create", "rolebinding", role, "-n", namespace, f"--role={role}",
         f"--serviceaccount={namespace}:{account}",
     )  # fmt: skip
+    who = f"--as=system:serviceaccount:{namespace}:{account}"
+    for verb in verbs.split(","):
+        eventually(
+            lambda verb=verb: kube.kubectl(
+                "auth", "can-i", verb, f"evalschedules.sleuth.dev/{name}",
+                "--subresource=status", who, "-n", namespace, check=False,
+            ).stdout.strip()
+            == "yes",
+            60,
+            f"{account} may {verb} the schedule's status",
+        )  # fmt: skip
 
 
 def test_the_contract_role_suffices_and_a_refused_write_is_an_error(

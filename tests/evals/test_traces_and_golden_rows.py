@@ -19,6 +19,9 @@ from sleuth.scoring.samples import load_samples
 pytestmark = pytest.mark.unit
 
 
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
 def trace(question: str, calls: list[tuple[str, str]], answer: str) -> Trace:
     first = ModelStep(
         iteration=0,
@@ -88,25 +91,19 @@ def test_tsa_from_traces(tmp_path: Path) -> None:
         '{"id": "missing", "query": "Hello?", "split": "dev", "expected": []}\n'
     )
     runs = tmp_path / "runs.jsonl"
-    runs.write_text(
-        "\n".join(
-            t.model_dump_json(by_alias=True)
-            for t in [
-                trace(
-                    "How many orders in March?",
-                    [("sql_query", '{"query": "select count(*)"}')],
-                    "42",
-                ),
-                trace(
-                    "What does the returns policy say?",
-                    [("sql_query", '{"query": "select 1"}')],
-                    "?",
-                ),
-            ]
-        )
-        + "\n"
+    orders = trace(
+        "How many orders in March?", [("sql_query", '{"query": "select count(*)"}')], "42"
     )
-    out = tmp_path / "r.json"
+    policy = trace(
+        "What does the returns policy say?", [("sql_query", '{"query": "select 1"}')], "?"
+    )
+    traced = {  # an agent API result of a traced agent: its trace id in the `sleuth` part
+        "answer": "?",
+        "trace": policy.model_dump(by_alias=True),
+        "sleuth": {"traceId": TRACE_ID},
+    }
+    runs.write_text(orders.model_dump_json(by_alias=True) + "\n" + json.dumps(traced) + "\n")
+    out, page = tmp_path / "r.json", tmp_path / "r.html"
     code = main(
         [
             "eval",
@@ -117,6 +114,10 @@ def test_tsa_from_traces(tmp_path: Path) -> None:
             str(cases),
             "--out",
             str(out),
+            "--html",
+            str(page),
+            "--trace-url-template",
+            "http://jaeger:16686/trace/{trace_id}",
             "--threshold",
             "tool_selection_accuracy=0.3",
             "--max-failed-rows",
@@ -128,6 +129,9 @@ def test_tsa_from_traces(tmp_path: Path) -> None:
     assert by_id["orders"]["passed"] is True
     assert by_id["policy"]["predicted"] == "sql_query"
     assert by_id["missing"]["error"] == "no recorded trace for this case"
+    assert (by_id["orders"]["traceId"], by_id["policy"]["traceId"]) == (None, TRACE_ID)
+    # the failed case's row in the report links its trace
+    assert f'<a href="http://jaeger:16686/trace/{TRACE_ID}">' in page.read_text()
     assert doc["metrics"]["tool_selection_accuracy"]["value"] == pytest.approx(1 / 3)
     assert code == 0
 

@@ -95,6 +95,26 @@ def _can(kube: Any, namespace: str, schedule: str, verb: str, what: str, *more: 
     return answer == "yes"
 
 
+def _allowed(kube: Any, namespace: str, schedule: str, verb: str, what: str, *more: str) -> bool:
+    """Wait until ``schedule``'s account may do it: the authorizer sees a new Role or
+    RoleBinding through a cache, a moment after the write."""
+    return eventually(
+        lambda: _can(kube, namespace, schedule, verb, what, *more),
+        60,
+        f"{schedule} may {verb} {what} {' '.join(more)}",
+    )
+
+
+def _denied(kube: Any, namespace: str, schedule: str, verb: str, what: str, *more: str) -> bool:
+    """Wait until ``schedule``'s account may not do it (a deleted RoleBinding, through the
+    same cache)."""
+    return eventually(
+        lambda: not _can(kube, namespace, schedule, verb, what, *more),
+        60,
+        f"{schedule} may no longer {verb} {what} {' '.join(more)}",
+    )
+
+
 def _reason(kube: Any, namespace: str) -> str:
     cond = _condition(_get(kube, namespace, "evalschedule/bot-nightly"), "Ready")
     return str(cond["reason"]) if cond else ""
@@ -239,7 +259,7 @@ def _check_reporting(
     assert sorted(r["alert"] for r in online) == ["RAGAnswerRelevancyLow", "RAGFaithfulnessLow"]
 
     status = "evalschedules.sleuth.dev/bot-nightly"
-    assert _can(kube, namespace, "bot-nightly", "patch", status, "--subresource=status")
+    assert _allowed(kube, namespace, "bot-nightly", "patch", status, "--subresource=status")
     assert _can(kube, namespace, "bot-nightly", "get", status, "--subresource=status")
     assert _can(kube, namespace, "bot-nightly", "get", status)
     assert not _can(kube, namespace, "bot-nightly", "patch", status)  # the spec: no
@@ -278,7 +298,7 @@ def _check_sharded_schedule(kube: Any, namespace: str) -> None:
 
     # Each schedule's pods may write their own schedule's status, not the other's.
     sub = "--subresource=status"
-    assert _can(kube, namespace, "bot-sharded", "patch", "evalschedules/bot-sharded", sub)
+    assert _allowed(kube, namespace, "bot-sharded", "patch", "evalschedules/bot-sharded", sub)
     assert not _can(kube, namespace, "bot-sharded", "patch", "evalschedules/bot-nightly", sub)
     assert not _can(kube, namespace, "bot-nightly", "patch", "evalschedules/bot-sharded", sub)
 
@@ -288,5 +308,5 @@ def _check_sharded_schedule(kube: Any, namespace: str) -> None:
         return all(_get(kube, namespace, what) is None for what in _children("bot-sharded"))
 
     eventually(all_gone, what="the deleted schedule's children removed")
-    assert not _can(kube, namespace, "bot-sharded", "patch", "evalschedules/bot-sharded", sub)
+    assert _denied(kube, namespace, "bot-sharded", "patch", "evalschedules/bot-sharded", sub)
     assert _get(kube, namespace, "rolebinding/bot-nightly-eval") is not None  # the other stays

@@ -107,6 +107,21 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "spec.agent.maxIterations",
     ),
     ("zero-iterations", _with(AGENT, "spec.agent.maxIterations", 0), "spec.agent.maxIterations"),
+    (
+        "tracing-endpoint-not-a-url",
+        _with(AGENT, "spec.agent.tracing", {"endpoint": "jaeger:4318"}),
+        "spec.agent.tracing.endpoint",
+    ),
+    (
+        "tracing-ratio-above-one",
+        _with(AGENT, "spec.agent.tracing", {"samplingRatio": 1.5}),
+        "spec.agent.tracing.samplingRatio",
+    ),
+    (
+        "tracing-ratio-below-zero",
+        _with(AGENT, "spec.agent.tracing", {"samplingRatio": -0.5}),
+        "spec.agent.tracing.samplingRatio",
+    ),
     ("unknown-field", _agent(gpus=4), 'unknown field "spec.model.gpus"'),
     ("long-name", {**_agent(), "metadata": {"name": "a" * 41}}, "metadata.name must be at most 40"),
     ("sql-without-settings", _with(SQL, "spec.sqlQuery", None), "spec.sqlQuery is required"),

@@ -187,17 +187,33 @@ def test_what_cannot_work_is_reported_with_the_field_named(
         return True
 
     eventually(reported, timeout=180, what="every case reported")
-    for case, _, _kind, name, reason, _ in CASES:
-        assert _events(kube, namespace, name, reason), f"{case}: no {reason} event"
+
+    def posted() -> bool:  # each Event is posted right after the status write that made it
+        missing = [
+            f"{case}: no {reason} event"
+            for case, _, _kind, name, reason, _ in CASES
+            if not _events(kube, namespace, name, reason)
+        ]
+        assert not missing, missing
+        return True
+
+    eventually(posted, what="an Event for every case")
     # A refused or clashing binding is not offered to the agent; valid ones are (big's tool
     # service is only half applied, which the agent reports as a tool not ready).
-    status = _get(kube, namespace, "agentdeployment/contracts")["status"]
-    assert {t["binding"] for t in status["tools"]} == {
-        "big-sql",
-        "contracts-clauses",
-        "contracts-sql",
-        "contracts-web",
-    }
+    offered = {"big-sql", "contracts-clauses", "contracts-sql", "contracts-web"}
+    eventually(
+        lambda: (
+            {
+                t["binding"]
+                for t in (
+                    _get(kube, namespace, "agentdeployment/contracts").get("status") or {}
+                ).get("tools")
+                or []
+            }
+            == offered
+        ),
+        what="the agent offers the valid bindings only",
+    )
 
 
 def test_a_refused_child_is_on_the_owner_and_the_others_are_applied(
@@ -219,7 +235,15 @@ def test_a_refused_child_is_on_the_owner_and_the_others_are_applied(
     )
     degraded = _conditions(kube, namespace, "toolbinding/big-sql")["Degraded"]
     assert (degraded["status"], degraded["reason"]) == ("True", "ChildRejected")
-    events = _events(kube, namespace, "big-sql", "ChildRejected")
+    events = eventually(  # posted right after the status write
+        lambda: (
+            (found := _events(kube, namespace, "big-sql", "ChildRejected"))
+            and any(e["message"].startswith("Ready=False") for e in found)
+            and any(e["message"].startswith("Degraded=True") for e in found)
+            and found
+        ),
+        what="the ChildRejected Events",
+    )
     ready = [e for e in events if e["message"].startswith("Ready=False")]
     assert [e["type"] for e in ready] == ["Warning"]
     # The Service and the NetworkPolicy do not depend on the ConfigMap: applied.

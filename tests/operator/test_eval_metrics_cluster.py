@@ -112,8 +112,9 @@ def test_status_results_are_exported_and_survive_a_restart(
 
     # The run's status write did not disturb the operator's own conditions.
     def ready() -> bool:
-        conditions = get(kube, namespace, "evalschedule/bot-nightly")["status"]["conditions"]
-        return {c["type"]: c["status"] for c in conditions}["Ready"] == "True"
+        status = get(kube, namespace, "evalschedule/bot-nightly").get("status") or {}
+        conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+        return conditions.get("Ready") == "True"
 
     eventually(ready, what="the EvalSchedule stays (or is back) Ready after the status write")
 

@@ -61,9 +61,13 @@ def test_rollout_readiness() -> None:
         "status": {"observedGeneration": 3, "availableReplicas": 2, "updatedReplicas": 2},
     }
     assert rollout("d", deployment).ready
+    assert not rollout("d", deployment).progressing
+    # A spec change not yet observed: the two replicas still serve, a rollout is pending.
     deployment["status"]["observedGeneration"] = 2
-    assert not rollout("d", deployment).ready
+    assert rollout("d", deployment).ready
     assert rollout("d", deployment).progressing
+    deployment["status"]["availableReplicas"] = 1
+    assert not rollout("d", deployment).ready
 
 
 def test_invalid_spec_names_the_field() -> None:

@@ -9,8 +9,9 @@ A message's text is the question; each task is one run of the loop (earlier task
 context are not passed as history). A task goes ``submitted`` → ``working`` (a status message per
 progress event: model asked, tools started, each tool done) → ``completed``, with one artifact,
 ``answer``: its text streams in chunks as the model writes it (``append``), and the last chunk
-replaces them with the whole answer plus a data part ``{"citations": [...]}``. Cancelling the task
-cancels the loop (tool calls in flight included).
+replaces them with the whole answer plus a data part ``{"citations": [...]}`` (and
+``"traceId"`` when the task is traced: one trace per task, root ``invoke_agent``). Cancelling the
+task cancels the loop (tool calls in flight included).
 
 The same limits as the OpenAI front: the body's size and read time
 (:class:`~sleuth.agent.httpguard.RequestGuard`), the question's (``limits.maxQuestionChars``, the
@@ -50,6 +51,7 @@ from sleuth.agent.errors import RequestRejected
 from sleuth.agent.events import AnswerText, Finished, Progress, RunListener, follow
 from sleuth.agent.intake import Conversation
 from sleuth.agent.loop import AgentResult
+from sleuth.agent.reqspan import RequestSpan
 from sleuth.agent.service import AgentService, Overloaded
 
 A2A_PATH = "/a2a"
@@ -126,15 +128,20 @@ class AgentTaskExecutor(AgentExecutor):
             text = f"{exc}; retry after {exc.retry_after_s} s"
             await updater.reject(updater.new_agent_message(parts=[new_text_part(text)]))
             return
+        span = service.request_span("a2a", _headers(context))
         try:
             await updater.start_work()
-            await self._run(question, updater)
+            await self._run(question, updater, span)
         finally:
+            span.fail("cancelled")  # no-op when the run finished it
             service.release()
 
-    async def _run(self, question: str, updater: TaskUpdater) -> None:
+    async def _run(self, question: str, updater: TaskUpdater, span: RequestSpan) -> None:
         async def run(listener: RunListener) -> AgentResult:
-            return await self.service.run(question, [], "a2a", listener=listener)
+            with span.running():
+                result = await self.service.run(question, [], "a2a", listener=listener)
+            span.finish(result, question)
+            return result
 
         streamed = False
         async for event in follow(run):
@@ -155,7 +162,10 @@ class AgentTaskExecutor(AgentExecutor):
             elif isinstance(event, Finished):
                 result = event.result
                 await updater.add_artifact(
-                    [new_text_part(result.answer), new_data_part({"citations": result.citations})],
+                    [
+                        new_text_part(result.answer),
+                        new_data_part({"citations": result.citations, **span.body()}),
+                    ],
                     artifact_id=ANSWER_ARTIFACT,
                     name=ANSWER_ARTIFACT,
                     append=False,
@@ -171,6 +181,14 @@ class AgentTaskExecutor(AgentExecutor):
             context_id=context.context_id or "",
         )
         await updater.cancel()
+
+
+def _headers(context: RequestContext) -> dict[str, str]:
+    """The HTTP headers of the JSON-RPC request, when the SDK passed them on (its
+    ``traceparent`` makes the task's trace a child of the caller's)."""
+    call = context.call_context
+    raw = call.state.get("headers") if call is not None else None
+    return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
 
 
 def a2a_routes(service: AgentService) -> list[BaseRoute]:

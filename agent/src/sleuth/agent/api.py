@@ -1,11 +1,12 @@
 """The agent's HTTP API (FastAPI).
 
-``POST /v1/query``             {"question": ...} → {"answer", "citations", "trace"}
+``POST /v1/query``             {"question": ...} → {"answer", "citations", "trace"} (and
+                               ``"sleuth": {"traceId"}`` when the request is traced)
 ``POST /v1/chat/completions``  OpenAI-compatible (JSON or SSE); the agent's loop runs behind it
 ``GET  /v1/models``            the agent, as one model
 ``GET  /healthz`` ``/readyz``  liveness; readiness (the model server answers, or the router
                                can stand in: ``{"status": "degraded: ..."}``)
-``GET  /metrics``              Prometheus exposition
+``GET  /metrics``              Prometheus exposition (OpenMetrics, with exemplars, when asked)
 ``GET  /.well-known/agent-card.json``, ``POST /a2a``   the agent as an A2A agent
                                (:mod:`sleuth.agent.a2a_api`; ``a2a.enabled``)
 
@@ -15,6 +16,10 @@ unknown routes and methods included. Requests pass :class:`~sleuth.agent.httpgua
 :mod:`sleuth.agent.intake` (strict JSON, question and history limits, the prompt against the
 model's context): 400/415/422 name the field, 413 an oversized body or prompt, 408 a body too
 slow to arrive, 429 (with Retry-After) the ``maxConcurrentRequests`` limit.
+
+With tracing on (:mod:`sleuth.core.tracing`), every request that runs the loop is one trace
+(:mod:`sleuth.agent.reqspan`); its id comes back in ``X-Sleuth-Trace-Id`` and the body's
+``sleuth.traceId``.
 """
 
 from __future__ import annotations
@@ -26,7 +31,6 @@ from typing import Literal
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 from starlette.types import Scope
@@ -36,11 +40,13 @@ from sleuth.agent.errors import RequestRejected
 from sleuth.agent.http_errors import error_body, http_exception, overloaded
 from sleuth.agent.httpguard import HttpLimits, RequestGuard
 from sleuth.agent.intake import Conversation, HistoryMessage, read_json
+from sleuth.agent.metrics import exposition
 from sleuth.agent.openai_api import router as openai_router
 from sleuth.agent.service import AgentService, Overloaded
 from sleuth.agent.toolrun import BoundTool
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.names import EVAL_HEADER
+from sleuth.core.tracing import Tracing, TracingSettings
 
 log = logging.getLogger("sleuth.agent")
 LOOP_PATHS = frozenset({"/v1/query", "/v1/chat/completions"})  # the routes that run the loop
@@ -91,19 +97,25 @@ async def query(request: Request) -> Response:
         service.check(conversation)
     except RequestRejected as exc:
         return refused(service, exc)
+    span = service.request_span("query", request.headers)
     try:
         sample = EVAL_HEADER.lower() not in request.headers
-        result = await service.answer(
-            conversation.question, conversation.history_dicts(), "query", sample
-        )
+        with span.running():
+            result = await service.answer(
+                conversation.question, conversation.history_dicts(), "query", sample
+            )
     except Overloaded as exc:
+        span.fail("overloaded")
         return overloaded(str(exc), exc.retry_after_s)
+    span.finish(result, conversation.question)
     payload = {
         "answer": result.answer,
         "citations": result.citations,
         "trace": result.trace.model_dump(mode="json", by_alias=True),
     }
-    return JSONResponse(payload)
+    if span.trace_id:
+        payload["sleuth"] = span.body()
+    return JSONResponse(payload, headers=span.headers())
 
 
 health_router = APIRouter()
@@ -125,7 +137,8 @@ async def readyz(request: Request) -> Response:
 @health_router.get("/metrics")
 async def metrics(request: Request) -> Response:
     registry = service_of(request).metrics.registry
-    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+    body, content_type = exposition(registry, request.headers.get("accept"))
+    return Response(body, media_type=content_type)
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
@@ -139,12 +152,14 @@ def create_app(
     *,
     name: str = "sleuth-agent",
     tools: dict[str, BoundTool] | None = None,
+    tracing: Tracing | TracingSettings | None = None,
 ) -> FastAPI:
-    """The agent service for ``config``; ``tools`` replaces the configured tools (tests)."""
+    """The agent service for ``config``; ``tools`` replaces the configured tools (tests);
+    ``tracing``: the settings of the tracer the service starts and stops, or a tracer to use."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        service = AgentService(config, name=name, tools=tools)
+        service = AgentService(config, name=name, tools=tools, tracing=tracing)
         app.state.service = service
         if config.a2a.enabled:  # the card names the bound tools: mounted once they are bound
             app.router.routes.extend(a2a_routes(service))

@@ -1,8 +1,13 @@
-"""``sleuth agent``: serve the agent's HTTP API (settings from the environment, see settings.py)."""
+"""``sleuth agent``: serve the agent's HTTP API (settings from the environment, see settings.py;
+traces from the standard ``OTEL_*`` variables, see :mod:`sleuth.core.tracing`; service name
+``sleuth-agent-<name>`` unless ``OTEL_SERVICE_NAME`` says otherwise)."""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import sys
 from typing import Any
 
 
@@ -11,13 +16,31 @@ def run(args: argparse.Namespace) -> int:
     from sleuth.agent.httpguard import HttpLimits
     from sleuth.agent.httpserver import serve
     from sleuth.agent.settings import AgentSettings
+    from sleuth.core.errors import ConfigError
+    from sleuth.core.tracing import TracingSettings
 
     overrides = {k: v for k, v in {"config": args.config, "port": args.port}.items() if v}
     settings = AgentSettings(**overrides)
     config = settings.load_config()
-    app = create_app(config, name=settings.name)
+    try:
+        tracing = TracingSettings.from_env(os.environ, f"sleuth-agent-{settings.name}")
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    log_requests()
+    app = create_app(config, name=settings.name, tracing=tracing)
     serve(app, settings.host, settings.port, HttpLimits.of(config.limits))
     return 0
+
+
+def log_requests() -> None:
+    """The agent's own lines (one per request, warnings) on stderr, beside uvicorn's."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    logger = logging.getLogger("sleuth")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
 
 
 def register(subparsers: Any) -> None:

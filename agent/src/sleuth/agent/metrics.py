@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import re
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CONTENT_TYPE_LATEST as TEXT_CONTENT_TYPE
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPENMETRICS_CONTENT_TYPE
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
 from sleuth.agent.trace import Trace
 from sleuth.core.names import (
@@ -19,6 +22,7 @@ from sleuth.core.names import (
     AGENT_LABEL,
     AGENT_MODEL_TTFT_SECONDS,
     AGENT_ONLINE_EVAL_DROPPED,
+    AGENT_ONLINE_SCORE,
     AGENT_REQUEST_SECONDS,
     AGENT_TOKENS,
     AGENT_TOOL_CALLS,
@@ -26,9 +30,11 @@ from sleuth.core.names import (
     FAITHFULNESS_SCORE,
     SOURCE_LABEL,
     SOURCE_ONLINE,
+    TRACE_SPANS_DROPPED,
 )
 
 _LATENCY = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.5, 5.0, 10.0, 30.0, 60.0)
+_SCORE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 _FAST = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -43,6 +49,15 @@ def model_error_reason(error: str) -> str:
     if "stream ended" in error:
         return "cut_stream"
     return "bad_response"
+
+
+def exposition(registry: CollectorRegistry, accept: str | None) -> tuple[bytes, str]:
+    """``/metrics`` body and content type: OpenMetrics (which carries the online scores'
+    exemplars) when the scraper's Accept header asks for it, else the Prometheus text format."""
+    if accept and "application/openmetrics-text" in accept:
+        body: bytes = generate_openmetrics(registry)  # type: ignore[no-untyped-call]
+        return body, OPENMETRICS_CONTENT_TYPE
+    return generate_latest(registry), TEXT_CONTENT_TYPE
 
 
 class AgentMetrics:
@@ -117,6 +132,13 @@ class AgentMetrics:
             ["agent", "reason"],
             registry=r,
         )
+        self.spans_dropped = Counter(
+            TRACE_SPANS_DROPPED.removesuffix("_total"),
+            "Spans never exported (reason: queue_full, export_failed, shutdown): the trace "
+            "collector is down or too slow; requests are not slowed.",
+            ["agent", "reason"],
+            registry=r,
+        )
         self.disconnects = Counter(
             "sleuth_agent_client_disconnects_total",
             "Requests whose client went away before the answer; their run was cancelled.",
@@ -174,10 +196,14 @@ class AgentMetrics:
 
 
 class OnlineEvalMetrics:
-    """Online evaluation: score gauges (no series until the first score) and counters.
+    """Online evaluation: score gauges (no series until the first score), a histogram of every
+    score, and counters.
 
     ``rag_faithfulness_score`` and ``rag_answer_relevancy_score`` carry ``{agent,
     source="online"}``; their value is the mean of the last ``window`` scored samples.
+    ``sleuth_agent_online_score{agent, metric}`` counts every single score in buckets of 0.1;
+    an observation whose request was traced carries the exemplar ``{trace_id="<32 hex>"}``
+    (exposed in the OpenMetrics format only, see :func:`exposition`).
     """
 
     def __init__(self, agent: str, registry: CollectorRegistry) -> None:
@@ -198,6 +224,14 @@ class OnlineEvalMetrics:
                 registry=r,
             ),
         }
+        self.score_histogram = Histogram(
+            AGENT_ONLINE_SCORE,
+            "Every online score of a sampled answer, by metric; exemplar trace_id links a "
+            "score to its request's trace.",
+            [AGENT_LABEL, "metric"],
+            buckets=_SCORE,
+            registry=r,
+        )
         self.window_samples = Gauge(
             "sleuth_agent_online_eval_window_samples",
             "Scored samples the online score gauges currently average (at most the window).",
@@ -249,6 +283,11 @@ class OnlineEvalMetrics:
         for m in metrics:
             for counter in (self.sampled, self.dropped, self.scored):
                 counter.labels(self.agent, m)
+
+    def observe_score(self, metric: str, value: float, trace_id: str | None) -> None:
+        """One score into the histogram, with its request's trace id as exemplar when known."""
+        exemplar = {"trace_id": trace_id} if trace_id else None
+        self.score_histogram.labels(self.agent, metric).observe(value, exemplar=exemplar)
 
     def set_score(self, metric: str, mean: float, samples: int) -> None:
         self.scores[metric].labels(self.agent, SOURCE_ONLINE).set(mean)

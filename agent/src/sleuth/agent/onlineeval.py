@@ -13,6 +13,13 @@ is exported as ``rag_faithfulness_score{agent, source="online"}`` and
 ``rag_answer_relevancy_score{agent, source="online"}`` (no series before the first score, so
 an alert cannot fire on a 0 that nobody measured).
 
+Every single score also goes into the histogram ``sleuth_agent_online_score{agent, metric}``
+with the exemplar ``{trace_id}`` of its request, and onto the request's trace: a span
+``evaluate <metric>`` (child of the span that was current when the answer was offered) carrying
+``sleuth.online.<metric>`` and a ``gen_ai.evaluation.result`` event. A low score on the
+dashboard thus leads to the request, its tool calls and its retrieved chunks. Only the
+OpenTelemetry API is used here: without a configured tracer provider the spans are no-ops.
+
 The judge defaults to the agent's own model server and model. ragas is imported only when
 sampling is on.
 """
@@ -25,8 +32,11 @@ import logging
 import os
 import random
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from opentelemetry import trace as otel
 
 from sleuth.agent.metrics import OnlineEvalMetrics
 from sleuth.agent.trace import Trace
@@ -52,6 +62,76 @@ class Sample:
     question: str
     answer: str
     contexts: list[str]
+    trace_id: str | None = None
+    """The request's trace id (32 lowercase hex), the exemplar of its scores."""
+    parent: otel.SpanContext | None = None
+    """Where the scores go on the trace: the span current when the answer was offered."""
+
+
+def trace_parent(trace_id: str | None) -> tuple[str | None, otel.SpanContext | None]:
+    """The trace id and the parent span for a sample offered now.
+
+    The current span (the request's, when tracing is on and the trace is sampled) is the
+    parent, and its trace id the default id. A ``trace_id`` from elsewhere with no such span
+    still puts the scores on that trace, under a span id of their own (the trace UI shows them
+    with an unknown parent).
+    """
+    current = otel.get_current_span().get_span_context()
+    own = current.is_valid and current.trace_flags.sampled  # an id the trace backend will have
+    if own and (trace_id is None or trace_id == otel.format_trace_id(current.trace_id)):
+        return otel.format_trace_id(current.trace_id), current
+    if trace_id is None:
+        return None, None
+    try:
+        number = int(trace_id, 16)
+    except ValueError:
+        return None, None
+    if len(trace_id) != 32 or number == 0:
+        return None, None
+    parent = otel.SpanContext(
+        trace_id=number,
+        span_id=random.getrandbits(64) or 1,
+        is_remote=True,
+        trace_flags=otel.TraceFlags(otel.TraceFlags.SAMPLED),
+    )
+    return trace_id, parent
+
+
+@contextlib.contextmanager
+def evaluation_span(
+    tracer: otel.Tracer, metric: str, parent: otel.SpanContext | None
+) -> Iterator[otel.Span | None]:
+    """The span ``evaluate <metric>`` under ``parent``; None (no span) without a parent."""
+    if parent is None:
+        yield None
+        return
+    context = otel.set_span_in_context(otel.NonRecordingSpan(parent))
+    with tracer.start_as_current_span(
+        f"evaluate {metric}",
+        context=context,
+        kind=otel.SpanKind.INTERNAL,
+        attributes={"gen_ai.evaluation.name": metric},
+        record_exception=False,
+    ) as span:
+        yield span
+
+
+def record_score(span: otel.Span | None, metric: str, value: float) -> None:
+    """The score on its evaluation span: attribute ``sleuth.online.<metric>`` and the GenAI
+    ``gen_ai.evaluation.result`` event."""
+    if span is None:
+        return
+    span.set_attribute(f"sleuth.online.{metric}", value)
+    span.add_event(
+        "gen_ai.evaluation.result",
+        {"gen_ai.evaluation.name": metric, "gen_ai.evaluation.score.value": value},
+    )
+
+
+def record_failure(span: otel.Span | None, reason: str) -> None:
+    if span is not None:
+        span.set_attribute("sleuth.online.error", reason)
+        span.set_status(otel.Status(otel.StatusCode.ERROR, reason))
 
 
 def judge_config(config: AgentConfig) -> JudgeConfig:
@@ -87,9 +167,16 @@ class OnlineEvaluator:
     """The sampler, its bounded queue and its scoring workers (see the module docstring)."""
 
     def __init__(
-        self, config: AgentConfig, metrics: OnlineEvalMetrics, rng: random.Random | None = None
+        self,
+        config: AgentConfig,
+        metrics: OnlineEvalMetrics,
+        rng: random.Random | None = None,
+        tracer: otel.Tracer | None = None,
     ) -> None:
         self.config = config
+        # the agent's tracer (sleuth.core.tracing travels as an object, no global provider);
+        # without one, the API's global tracer: a no-op unless someone set a global provider
+        self.tracer = tracer or otel.get_tracer("sleuth.agent.onlineeval")
         self.online = config.online_eval
         self.metrics = metrics
         self.agent = metrics.agent
@@ -143,11 +230,12 @@ class OnlineEvaluator:
             await self._bundle.aclose()
             self._bundle = None
 
-    def offer(self, question: str, answer: str, trace: Trace) -> bool:
+    def offer(self, question: str, answer: str, trace: Trace, trace_id: str | None = None) -> bool:
         """On the request path: maybe sample this answer. Never blocks, never raises.
 
         Only answered runs are candidates (not iteration limits, timeouts or model errors).
-        Returns True when the sample was queued.
+        ``trace_id`` is the request's trace id; by default that of the current span (see
+        :func:`trace_parent`). Returns True when the sample was queued.
         """
         if not self._workers or trace.stop_reason != "answered" or not answer.strip():
             return False
@@ -156,7 +244,8 @@ class OnlineEvaluator:
         for m in METRICS:
             self.metrics.sampled.labels(self.agent, m).inc()
         try:
-            self.queue.put_nowait(Sample(question, answer, trace.contexts()))
+            tid, parent = trace_parent(trace_id)
+            self.queue.put_nowait(Sample(question, answer, trace.contexts(), tid, parent))
         except asyncio.QueueFull:
             for m in METRICS:
                 self.metrics.dropped.labels(self.agent, m).inc()
@@ -175,14 +264,29 @@ class OnlineEvaluator:
 
     async def _score(self, metric: str, sample: Sample) -> None:
         """Score one metric of one sample; every failure becomes a counted reason."""
-        from sleuth.scoring.judge import JudgeError
-        from sleuth.scoring.metrics import METRIC_FUNCTIONS, NEEDS_CONTEXTS
-        from sleuth.scoring.samples import RagSample
+        from sleuth.scoring.metrics import NEEDS_CONTEXTS
 
-        assert self._judges is not None
         if metric in NEEDS_CONTEXTS and not sample.contexts:
             self.metrics.skipped.labels(self.agent, metric, "no_contexts").inc()
             return
+        with evaluation_span(self.tracer, metric, sample.parent) as span:
+            value = await self._judge(metric, sample, span)
+            if value is None:
+                return
+            record_score(span, metric, value)
+        window = self.windows[metric]
+        window.append(value)
+        self.metrics.scored.labels(self.agent, metric).inc()
+        self.metrics.observe_score(metric, value, sample.trace_id)
+        self.metrics.set_score(metric, sum(window) / len(window), len(window))
+
+    async def _judge(self, metric: str, sample: Sample, span: otel.Span | None) -> float | None:
+        """The judge's score, or None with the failure counted (and set on the span)."""
+        from sleuth.scoring.judge import JudgeError
+        from sleuth.scoring.metrics import METRIC_FUNCTIONS
+        from sleuth.scoring.samples import RagSample
+
+        assert self._judges is not None
         try:
             row = RagSample(
                 id="online",
@@ -191,23 +295,21 @@ class OnlineEvaluator:
                 contexts=sample.contexts,
             )
             out = await METRIC_FUNCTIONS[metric](row, self._judges)
-            value = out.values[metric]
+            value: float = out.values[metric]
         except JudgeError as exc:
-            self._error(metric, exc.reason, exc.detail)
-            return
+            self._error(metric, exc.reason, exc.detail, span)
+            return None
         except ValueError as exc:  # ragas' or RagSample's input validation
-            self._error(metric, "invalid_sample", str(exc))
-            return
+            self._error(metric, "invalid_sample", str(exc), span)
+            return None
         except Exception as exc:  # a worker must survive whatever the judge stack raises
-            self._error(metric, "error", f"{type(exc).__name__}: {exc}")
-            return
-        window = self.windows[metric]
-        window.append(value)
-        self.metrics.scored.labels(self.agent, metric).inc()
-        self.metrics.set_score(metric, sum(window) / len(window), len(window))
+            self._error(metric, "error", f"{type(exc).__name__}: {exc}", span)
+            return None
+        return value
 
-    def _error(self, metric: str, reason: str, detail: str) -> None:
+    def _error(self, metric: str, reason: str, detail: str, span: otel.Span | None = None) -> None:
         self.metrics.errors.labels(self.agent, metric, reason).inc()
+        record_failure(span, reason)
         log.warning("online eval of %s failed (%s): %s", metric, reason, detail[:300])
 
 

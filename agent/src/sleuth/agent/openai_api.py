@@ -11,6 +11,9 @@ piece when the loop has them), then the finish chunk (with the citations under `
 usage chunk when ``stream_options.include_usage`` asks for it, and ``[DONE]``. While the model and
 the tools work, progress goes out as SSE comment lines, ``: sleuth {"kind": "tools", ...}``,
 which OpenAI clients skip (and which keep idle-timeout proxies from cutting a long tool round).
+
+A traced request's id is in the ``X-Sleuth-Trace-Id`` header (streamed too: headers go first)
+and under ``sleuth.traceId`` in the body (streamed: in the finish chunk's ``sleuth`` part).
 """
 
 from __future__ import annotations
@@ -63,8 +66,13 @@ class _AdmittedStream(StreamingResponse):
     """An SSE response that gives the admission slot back however it ends: complete, failed,
     or cancelled (the client went away) — even before its first chunk."""
 
-    def __init__(self, content: AsyncIterator[str], release: Callable[[], None]) -> None:
-        super().__init__(content, media_type="text/event-stream")
+    def __init__(
+        self,
+        content: AsyncIterator[str],
+        release: Callable[[], None],
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(content, media_type="text/event-stream", headers=headers)
         self._release = release
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -144,15 +152,19 @@ async def chat_completions(request: Request) -> Response:
     question, history = conversation.question, conversation.history_dicts()
     cid = f"chatcmpl-{uuid.uuid4().hex[:20]}"
     model = service.name
+    span = service.request_span("chat_completions", request.headers)
     try:
         service.admit()
     except Overloaded as exc:
+        span.fail("overloaded")
         return overloaded(str(exc), exc.retry_after_s)
     if not body.stream:
         try:
-            result = await service.run(question, history, "chat_completions")
+            with span.running():
+                result = await service.run(question, history, "chat_completions")
         finally:
             service.release()
+        span.finish(result, question)
         return JSONResponse(
             {
                 "id": cid,
@@ -170,13 +182,18 @@ async def chat_completions(request: Request) -> Response:
                 "sleuth": {
                     "citations": result.citations,
                     "trace": result.trace.model_dump(mode="json", by_alias=True),
+                    **span.body(),
                 },
-            }
+            },
+            headers=span.headers(),
         )
     include_usage = bool((body.stream_options or {}).get("include_usage"))
 
     async def run(listener: RunListener) -> AgentResult:
-        return await service.run(question, history, "chat_completions", listener=listener)
+        with span.running():
+            result = await service.run(question, history, "chat_completions", listener=listener)
+        span.finish(result, question)
+        return result
 
     async def events() -> AsyncIterator[str]:
         yield _chunk(cid, model, {"role": "assistant", "content": ""})
@@ -189,7 +206,7 @@ async def chat_completions(request: Request) -> Response:
             elif isinstance(event, Finished):
                 result = event.result
         assert result is not None
-        yield _chunk(cid, model, {}, "stop", {"citations": result.citations})
+        yield _chunk(cid, model, {}, "stop", {"citations": result.citations, **span.body()})
         if include_usage:
             usage = {
                 "id": cid,
@@ -202,4 +219,8 @@ async def chat_completions(request: Request) -> Response:
             yield f"data: {json.dumps(usage)}\n\n"
         yield "data: [DONE]\n\n"
 
-    return _AdmittedStream(events(), service.release)
+    def release() -> None:
+        span.fail("cancelled")  # no-op when the run finished it
+        service.release()
+
+    return _AdmittedStream(events(), release, span.headers())

@@ -4,12 +4,21 @@ Admission is a counter, not a queue: beyond ``maxConcurrentRequests`` a request 
 once (:class:`Overloaded` → HTTP 429 with Retry-After), so load never piles up without bound.
 A sampled share (``onlineEval.sampleRate``) of answered requests is handed to the
 :class:`~sleuth.agent.onlineeval.OnlineEvaluator`, which scores it off the request path.
+
+Traces (:mod:`sleuth.core.tracing`): the service starts the tracer of the settings it is given
+(and shuts it down), or uses a :class:`~sleuth.core.tracing.Tracing` it is handed (tests); the
+HTTP fronts open one :class:`~sleuth.agent.reqspan.RequestSpan` per request
+(:meth:`AgentService.request_span`). Every run ends with one log line, ``request ...``, carrying
+the trace id when there is one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from sleuth.agent.cache import ToolCache
@@ -20,11 +29,15 @@ from sleuth.agent.loop import Agent, AgentResult, LoopSettings
 from sleuth.agent.metrics import AgentMetrics
 from sleuth.agent.onlineeval import OnlineEvaluator
 from sleuth.agent.registry import bind_tools
+from sleuth.agent.reqspan import RequestSpan
 from sleuth.agent.router import RouterModel
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.guided import DEFAULT_MAX_CALLS
 from sleuth.core.llm import OpenAIChatModel
+from sleuth.core.tracing import Tracing, TracingSettings, current_trace_id, start_tracing
+
+log = logging.getLogger("sleuth.agent")
 
 
 class Overloaded(AgentError):
@@ -44,9 +57,17 @@ class AgentService:
         *,
         name: str = "sleuth-agent",
         tools: dict[str, BoundTool] | None = None,
+        tracing: Tracing | TracingSettings | None = None,
     ) -> None:
         self.config = config
         self.name = name
+        self.metrics = AgentMetrics(name)
+        if isinstance(tracing, TracingSettings):
+            self.tracing = start_tracing(tracing, self._spans_dropped)
+            self._owns_tracing = True
+        else:
+            self.tracing = tracing or Tracing.disabled()
+            self._owns_tracing = False
         env = config.model.api_key_env
         api_key = os.environ.get(env) if env else None
         self.model = OpenAIChatModel(
@@ -60,20 +81,21 @@ class AgentService:
             tool_calling=config.model.tool_calling,
             guided_format=config.model.guided_format,
             max_calls=DEFAULT_MAX_CALLS if config.parallel_tool_calls else 1,
+            tracing=self.tracing,
         )
         self.runner = runner = ToolRunner(
             tools if tools is not None else bind_tools(config),
             ToolCache() if config.tool_cache_ttl_seconds > 0 else None,
             parallel=config.parallel_tool_calls,
             max_parallel=config.max_parallel_tool_calls,
+            tracing=self.tracing,
         )
         settings = LoopSettings.from_config(config)
         planner = config.planner
         router = Agent(RouterModel(), runner, settings)
         self.agent = router if planner.mode == "router" else Agent(self.model, runner, settings)
         self.fallback = router if planner.mode == "llm" and planner.fallback_to_router else None
-        self.metrics = AgentMetrics(name)
-        self.online_eval = OnlineEvaluator(config, self.metrics.online)
+        self.online_eval = OnlineEvaluator(config, self.metrics.online, tracer=self.tracing.tracer)
         self.in_flight = 0
         self.budget = self._budget(settings.system_prompt)
 
@@ -101,6 +123,17 @@ class AgentService:
     async def aclose(self) -> None:
         await self.online_eval.aclose()
         await self.model.aclose()
+        if self._owns_tracing:  # export what is queued, within a bound (a dead collector)
+            await asyncio.to_thread(self.tracing.shutdown, 5.0)
+
+    def _spans_dropped(self, count: int, reason: str) -> None:
+        self.metrics.spans_dropped.labels(self.name, reason).inc(count)
+
+    def request_span(self, endpoint: str, headers: Mapping[str, str]) -> RequestSpan:
+        """The root span of a request to ``endpoint`` (``headers``: the client's, for its
+        ``traceparent``)."""
+        model = None if self.config.planner.mode == "router" else self.model.name
+        return RequestSpan(self.tracing, self.name, endpoint, headers, model)
 
     def full(self) -> bool:
         """True at ``maxConcurrentRequests``: a new request would be refused."""
@@ -147,6 +180,8 @@ class AgentService:
         if stream is not None:
             stream.finish(result.answer)
         self.metrics.observe_trace(result.trace, endpoint)
+        trace_id = current_trace_id()
+        _log_request(endpoint, result, trace_id)
         if sample:
             self.online_eval.offer(question, result.answer, result.trace)
         return result
@@ -182,3 +217,17 @@ class AgentService:
         if self.fallback is not None:
             return True, f"degraded: {problem}"
         return False, problem
+
+
+def _log_request(endpoint: str, result: AgentResult, trace_id: str | None) -> None:
+    """One line per run (logfmt-like): how it ended, how long, and its trace when traced."""
+    run = result.trace
+    line = (
+        f"request endpoint={endpoint} stop={run.stop_reason} iterations={run.iterations} "
+        f"tool_calls={len(run.tool_calls())} ms={run.total_ms:.1f}"
+    )
+    if run.degraded:
+        line += " degraded=true"
+    if trace_id is not None:
+        line += f" trace_id={trace_id}"
+    log.info(line, extra={"trace_id": trace_id, "endpoint": endpoint})

@@ -6,6 +6,11 @@ form ``{"error": "...", "tool": "..."}``. A failed call (same tool, same canonic
 run again at most once per conversation; a third request gets ``retry_refused``. Identical calls
 in flight at once — from any request of this agent — share one execution
 (:class:`~sleuth.agent.singleflight.SingleFlight`), each caller under its own timeout.
+
+With tracing on, each call is an ``execute_tool <tool>`` span (:mod:`sleuth.core.spans`): tool
+name, call id, status, cache hit, attempt, the ids of the evidence it returned; the arguments
+and the observation only with content capture. The span is active while the tool runs, so a
+tool service called from it receives it as the parent of its own span.
 """
 
 from __future__ import annotations
@@ -18,11 +23,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind
+
 from sleuth.agent.cache import ToolCache, canonical_arguments
 from sleuth.agent.singleflight import SingleFlight
 from sleuth.agent.tools.base import Tool, ToolError, ToolMisconfigured, ToolOutput
 from sleuth.agent.trace import ToolCallRecord, ToolCallStatus
+from sleuth.core import spans
 from sleuth.core.llm import ToolCallRequest
+from sleuth.core.tracing import Tracing
 
 log = logging.getLogger("sleuth.agent.tools")
 
@@ -74,8 +84,10 @@ class ToolRunner:
         *,
         parallel: bool = True,
         max_parallel: int = 8,
+        tracing: Tracing | None = None,
     ) -> None:
         self.tools = dict(tools)
+        self.tracing = tracing or Tracing.disabled()
         self.cache = cache
         self.parallel = parallel
         self.max_parallel = max_parallel
@@ -100,6 +112,30 @@ class ToolRunner:
         return list(await asyncio.gather(*(gated(call) for call in calls)))
 
     async def _run_one(self, call: ToolCallRequest, conv: Conversation) -> ToolCallRecord:
+        if not self.tracing.enabled:
+            return await self._execute(call, conv)
+        attributes = {
+            spans.OPERATION: spans.EXECUTE_TOOL,
+            spans.TOOL_NAME: call.name,
+            spans.TOOL_CALL_ID: call.id,
+            spans.TOOL_TYPE: "function",
+        }
+        with self.tracing.tracer.start_as_current_span(
+            f"{spans.EXECUTE_TOOL} {call.name}",
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            try:
+                record = await self._execute(call, conv)
+            except BaseException as exc:  # cancelled with its request
+                spans.fail(span, exc)
+                raise
+            _record_on(span, record, self.tracing.capture_content)
+            return record
+
+    async def _execute(self, call: ToolCallRequest, conv: Conversation) -> ToolCallRecord:
         start = conv.ms()
 
         def record(
@@ -160,7 +196,9 @@ class ToolRunner:
         status: ToolCallStatus
         try:
             async with asyncio.timeout(bound.timeout_s):
-                output, _ = await self.flights.run(key, lambda: bound.tool.call(arguments))
+                output, shared = await self.flights.run(key, lambda: bound.tool.call(arguments))
+            if shared:  # another request's identical call answered this one
+                trace.get_current_span().set_attribute(spans.TOOL_SHARED, True)
         except TimeoutError:
             status, message = "timeout", f"timeout after {bound.timeout_s:g}s"
         except ToolError as exc:  # misconfigured: for the model, the tool is unavailable
@@ -176,3 +214,23 @@ class ToolRunner:
             return record("ok", _render(output), arguments, attempt, output)
         conv.failures[key] = attempt
         return record(status, _error(call.name, message), arguments, attempt)
+
+
+def _record_on(span: Span, record: ToolCallRecord, capture_content: bool) -> None:
+    """The outcome of a call on its ``execute_tool`` span."""
+    if not span.is_recording():
+        return
+    attributes: dict[str, Any] = {
+        spans.TOOL_STATUS: record.status,
+        spans.TOOL_CACHE_HIT: record.status == "cached",
+        spans.TOOL_ATTEMPT: record.attempt,
+    }
+    if record.citations:
+        attributes[spans.CITATIONS] = [c["id"] for c in record.citations]
+    if capture_content:
+        if record.arguments is not None:
+            attributes[spans.TOOL_ARGUMENTS] = spans.content_json(record.arguments)
+        attributes[spans.TOOL_RESULT] = record.observation
+    span.set_attributes(attributes)
+    if record.status not in ("ok", "cached"):
+        spans.fail(span, record.status)

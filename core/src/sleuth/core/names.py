@@ -87,12 +87,18 @@ LAST_RUN_FAILED_ROWS = "sleuth_eval_last_run_failed_rows"
 # -- Agent series the chart's dashboard (or a CRD description) names ------------------------------
 
 AGENT_REQUEST_SECONDS = "sleuth_agent_request_seconds"
+AGENT_ONLINE_SCORE = "sleuth_agent_online_score"
+"""Histogram of every online score (label ``metric``), each observation with an exemplar
+``{trace_id}`` when its request was traced: the dashboard's way from a low score to the trace."""
 AGENT_ITERATIONS = "sleuth_agent_iterations"
 AGENT_TOOL_CALLS = "sleuth_agent_tool_calls_total"
 AGENT_MODEL_TTFT_SECONDS = "sleuth_agent_model_ttft_seconds"
 AGENT_TOKENS = "sleuth_agent_tokens_total"
 AGENT_ONLINE_EVAL_DROPPED = "sleuth_agent_online_eval_dropped_total"
 """Named by the AgentDeployment CRD's description of ``onlineEval.queueSize``."""
+TRACE_SPANS_DROPPED = "sleuth_trace_spans_dropped_total"
+"""Spans the agent or a tool service never exported (label ``reason``: queue_full,
+export_failed, shutdown): the collector is down or too slow (:mod:`sleuth.core.spanexport`)."""
 
 # -- Operator series the chart's dashboard and PrometheusRule query -------------------------------
 
@@ -114,11 +120,13 @@ SERIES: frozenset[str] = frozenset(
         LAST_RUN_ROWS,
         LAST_RUN_FAILED_ROWS,
         AGENT_REQUEST_SECONDS,
+        AGENT_ONLINE_SCORE,
         AGENT_ITERATIONS,
         AGENT_TOOL_CALLS,
         AGENT_MODEL_TTFT_SECONDS,
         AGENT_TOKENS,
         AGENT_ONLINE_EVAL_DROPPED,
+        TRACE_SPANS_DROPPED,
         OPERATOR_RECONCILES,
         OPERATOR_RECONCILE_SECONDS,
         OPERATOR_READY,
@@ -136,3 +144,6 @@ LABEL_VALUES: dict[str, frozenset[str]] = {
 # Requests the scheduled evaluation sends to an agent carry this header, and the agent does not
 # sample them for its online evaluation (their scores would count twice).
 EVAL_HEADER = "X-Sleuth-Eval"
+# The agent's answer to a traced request carries its trace id (32 lowercase hex) in this header,
+# and in the body's ``sleuth`` part as ``traceId``; absent when tracing is off or not sampled.
+TRACE_ID_HEADER = "X-Sleuth-Trace-Id"

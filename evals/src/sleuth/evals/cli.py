@@ -28,6 +28,8 @@ from sleuth.evals.runs import (
 )
 from sleuth.evals.status import EXPECT_PARTS_ENV, RUN_ID_ENV, STATUS_ENV, StatusTarget
 
+TRACE_URL_ENV = "SLEUTH_EVAL_TRACE_URL_TEMPLATE"
+
 __all__ = ["EXIT_GATE", "EXIT_INPUT", "EXIT_OK", "EXIT_STATUS", "register"]
 
 
@@ -56,6 +58,7 @@ def _common_outputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prom", type=Path, help="write the Prometheus text exposition here")
     p.add_argument("--pushgateway", help="push the metrics to this Pushgateway address")
     p.add_argument("--html", type=Path, help="write the HTML report here")
+    _trace_url_option(p)
     p.add_argument("--no-progress", action="store_true")
     p.add_argument(
         "--shard",
@@ -67,6 +70,27 @@ def _common_outputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     p.add_argument("--api-key", default=os.environ.get("SLEUTH_EVAL_API_KEY", "sk-local"))
     _status_options(p)
+
+
+def _trace_url(text: str) -> str:
+    from sleuth.evals.report.html import check_trace_url
+
+    try:
+        return check_trace_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _trace_url_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--trace-url-template",
+        type=_trace_url,
+        default=os.environ.get(TRACE_URL_ENV) or None,
+        metavar="URL",
+        help="with --html: link each row's trace id into the trace UI, e.g. "
+        f"'http://jaeger:16686/trace/{{trace_id}}' (default ${TRACE_URL_ENV}; unset: ids "
+        "shown as text)",
+    )
 
 
 def _status_target(text: str) -> StatusTarget:
@@ -235,6 +259,7 @@ def register(subparsers: Any) -> None:
     rp = sub.add_parser("report", help="HTML / Prometheus from result JSON files")
     rp.add_argument("results", type=Path, nargs="+")
     rp.add_argument("--html", type=Path)
+    _trace_url_option(rp)
     rp.add_argument("--prom", type=Path)
     rp.add_argument("--pushgateway")
     rp.add_argument(

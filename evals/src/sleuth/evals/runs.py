@@ -129,7 +129,8 @@ def emit(doc: dict[str, Any], args: argparse.Namespace) -> int:
     if args.pushgateway:
         prometheus.push([doc], args.pushgateway)
     if args.html:
-        args.html.write_text(html.render([doc]), encoding="utf-8")
+        trace_url = getattr(args, "trace_url_template", None)
+        args.html.write_text(html.render([doc], trace_url=trace_url), encoding="utf-8")
     from sleuth.evals.report.console import print_summary
 
     print_summary(doc)
@@ -181,11 +182,12 @@ def run_tsa(args: argparse.Namespace) -> int:
         results = []
         for c in cases:
             rec = recorded.get(c.id) or recorded.get(content_key(c.query))
-            results.append(
-                error_result(c, "no recorded trace for this case")
-                if rec is None
-                else score_case(c, rec.first_calls, specs)
-            )
+            if rec is None:
+                results.append(error_result(c, "no recorded trace for this case"))
+                continue
+            result = score_case(c, rec.first_calls, specs)
+            result.trace_id = rec.trace_id
+            results.append(result)
         run = TsaRun(results=results, extra={"source": str(args.traces)})
     elif args.router:
         from sleuth.agent.router import RouterModel
@@ -394,7 +396,7 @@ def run_report(args: argparse.Namespace) -> int:
         if args.out:
             write_document(docs[0], args.out)
     if args.html:
-        args.html.write_text(html.render(docs), encoding="utf-8")
+        args.html.write_text(html.render(docs, trace_url=args.trace_url_template), encoding="utf-8")
     if args.prom:
         args.prom.write_text(prometheus.exposition(docs), encoding="utf-8")
     if args.pushgateway:

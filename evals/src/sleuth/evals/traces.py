@@ -3,13 +3,15 @@
 A recorded-traces file is JSONL; each line is either an agent API result
 (``{"answer": ..., "citations": [...], "trace": {...}}``, optionally with an ``id``) or a bare
 ``Trace``. From a trace the evals take the tool calls of the first model step (the decision TSA
-scores), the final answer and the contexts (observations of successful tool calls). When the
-agent's trace changes, this module is what to fix.
+scores), the final answer and the contexts (observations of successful tool calls), and from an
+API result the OpenTelemetry trace id of the request (``sleuth.traceId``, present when the
+agent's tracing is on). When the agent's trace or result changes, this module is what to fix.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,9 +32,27 @@ class RecordedRun:
     first_calls: list[ActualCall]
     contexts: list[str]
     context_ids: list[str]
+    trace_id: str | None = None
 
 
-def _from_trace(trace: Trace, answer: str | None, rid: str | None) -> RecordedRun:
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def trace_id_of(data: dict[str, Any], header: str | None = None) -> str | None:
+    """The request's trace id: the body's ``sleuth.traceId``, else the response header
+    (:data:`~sleuth.core.names.TRACE_ID_HEADER`); None
+    when tracing was off (or the value is not 32 lowercase hex digits)."""
+    part = data.get("sleuth")
+    value = part.get("traceId") if isinstance(part, dict) else None
+    for candidate in (value, header):
+        if isinstance(candidate, str) and _TRACE_ID.fullmatch(candidate.strip().lower()):
+            return candidate.strip().lower()
+    return None
+
+
+def _from_trace(
+    trace: Trace, answer: str | None, rid: str | None, trace_id: str | None = None
+) -> RecordedRun:
     steps = trace.model_steps()
     first = steps[0] if steps else None
     calls = [
@@ -49,6 +69,7 @@ def _from_trace(trace: Trace, answer: str | None, rid: str | None) -> RecordedRu
         first_calls=calls,
         contexts=trace.contexts(),
         context_ids=ids,
+        trace_id=trace_id,
     )
 
 
@@ -59,7 +80,10 @@ def parse_record(data: dict[str, Any]) -> RecordedRun:
     answer = data.get("answer") if "trace" in data else None
     rid = data.get("id")
     return _from_trace(
-        trace, answer if isinstance(answer, str) else None, rid if isinstance(rid, str) else None
+        trace,
+        answer if isinstance(answer, str) else None,
+        rid if isinstance(rid, str) else None,
+        trace_id_of(data),
     )
 
 

@@ -4,8 +4,10 @@ Failures of Kubernetes API calls are :class:`sleuth.core.errors.KubeError` (``re
 whether to try again); what the operator itself decides is here::
 
     OperatorError                base of what the operator raises itself
-    └── PermanentError           retrying the same input cannot help
-        └── InvalidSpec          the custom resource's spec is invalid (names the field)
+    ├── PermanentError           retrying the same input cannot help
+    │   └── InvalidSpec          the custom resource's spec is invalid (names the field)
+    └── FirstRolloutHeld         retryable: an agent's first rollout waits a moment for the
+                                 ToolBindings applied with it (its status says so)
 """
 
 from __future__ import annotations
@@ -30,4 +32,11 @@ class InvalidSpec(PermanentError):
         self.detail = message
 
 
-__all__ = ["InvalidSpec", "OperatorError", "PermanentError"]
+class FirstRolloutHeld(OperatorError):
+    """A new agent's Deployment is held back for a moment (see
+    :mod:`sleuth.operator.reconcile_agent`); the status is written: come back shortly."""
+
+    retryable = True
+
+
+__all__ = ["FirstRolloutHeld", "InvalidSpec", "OperatorError", "PermanentError"]

@@ -40,9 +40,10 @@ log = logging.getLogger("sleuth.operator.leader")
 REQUEST_TIMEOUT_SECONDS = 5.0
 
 
-def default_identity() -> str:
-    """The pod's name (from the downward API) or the host name, made unique per process."""
-    base = os.environ.get("POD_NAME") or socket.gethostname()
+def default_identity(pod_name: str | None = None) -> str:
+    """The pod's name (the CLI reads ``POD_NAME``, from the downward API) or the host name, made
+    unique per process."""
+    base = pod_name or socket.gethostname()
     return f"{base}_{uuid.uuid4().hex[:8]}"
 
 
@@ -211,13 +212,14 @@ def lead(
     """Block until this process leads (``sleuth operator --leader-election-lease``), then hold.
 
     While waiting, ``/healthz`` is served on the liveness address, which kopf takes over once
-    this process leads. The Lease is released when the process exits cleanly. Credentials:
+    this process leads. The Lease is released when the process exits cleanly. ``namespace``: the
+    CLI passes ``--leader-election-namespace``, else ``$POD_NAMESPACE``. Credentials:
     ``kubeconfig`` (``--kubeconfig``), else as :func:`sleuth.core.kube.new_api_client` finds them.
     """
     import atexit
     from urllib.parse import urlsplit
 
-    where = namespace or os.environ.get("POD_NAMESPACE") or "default"
+    where = namespace or "default"
     kube = Kube(new_api_client(kubeconfig), timeout=REQUEST_TIMEOUT_SECONDS)
     elector = LeaderElector(LeaseClient(kube, where, lease))
     health = None

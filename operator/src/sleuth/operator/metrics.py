@@ -9,16 +9,24 @@ garbage collection) and ``sleuth_operator_info{version}``, the reconcile loop re
   and ``error`` (a bug: an unexpected exception);
 - ``sleuth_operator_reconcile_duration_seconds{kind}``: how long each reconcile took;
 - ``sleuth_operator_ready{namespace,kind,name}``: 1 while the object's ``Ready`` condition is
-  True, 0 otherwise; the series is removed when the object is deleted.
+  True, 0 otherwise; the series is removed when the object is deleted;
+- ``sleuth_operator_writes_total{verb,kind}``: every write the reconcilers send to the apiserver
+  (``apply``, ``merge_patch``, ``delete``, ``patch_status``, ``create``, ``replace``); a
+  converged operator adds nothing here;
+- ``sleuth_operator_applies_skipped_total{kind}``: applies not sent because the child already
+  holds what the operator would write (:mod:`sleuth.operator.applier`);
+- ``sleuth_operator_workqueue_depth``: keys waiting for a worker (:mod:`sleuth.operator.workqueue`).
 
-The handlers record into :func:`operator_metrics` (the default registry, the one served). The
-EvalSchedule run results (scores, last run, last success) are exported from the EvalSchedules'
-status by :mod:`sleuth.operator.evalmetrics`, in the same registry.
+The operator's runtime (:mod:`sleuth.operator.runtime`) owns one :class:`OperatorMetrics` in the
+default registry, the one served. The EvalSchedule run results (scores, last run, last success)
+are exported from the EvalSchedules' status by :mod:`sleuth.operator.evalmetrics`, in the same
+registry.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import (
@@ -33,10 +41,13 @@ from prometheus_client import (
 from sleuth.core import __version__
 from sleuth.core.api.v1alpha1.kinds import KINDS as _KINDS
 from sleuth.core.names import OPERATOR_READY, OPERATOR_RECONCILE_SECONDS, OPERATOR_RECONCILES
-from sleuth.operator.evalmetrics import eval_metrics
 
 KINDS = tuple(k.kind for k in _KINDS)
 OUTCOMES = ("success", "retryable_error", "permanent_error", "error")
+WRITES = "sleuth_operator_writes_total"
+SKIPPED = "sleuth_operator_applies_skipped_total"
+QUEUE_DEPTH = "sleuth_operator_workqueue_depth"
+VERBS = ("apply", "merge_patch", "delete", "patch_status", "create", "replace")
 _DURATION = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
@@ -64,6 +75,21 @@ class OperatorMetrics:
             ["namespace", "kind", "name"],
             registry=self.registry,
         )
+        self.writes = Counter(
+            WRITES.removesuffix("_total"),
+            "Writes sent to the apiserver by the reconcilers, by verb and kind.",
+            ["verb", "kind"],
+            registry=self.registry,
+        )
+        self.skipped_applies = Counter(
+            SKIPPED.removesuffix("_total"),
+            "Applies not sent: the child already held what the operator would write.",
+            ["kind"],
+            registry=self.registry,
+        )
+        self.queue_depth = Gauge(
+            QUEUE_DEPTH, "Keys waiting in the work queue for a worker.", registry=self.registry
+        )
         for kind in KINDS:  # every series exists, at zero, before its first reconcile
             self.duration.labels(kind)
             for outcome in OUTCOMES:
@@ -75,6 +101,27 @@ class OperatorMetrics:
         """Count one reconcile of ``kind`` and its duration."""
         self.reconciles.labels(kind, outcome).inc()
         self.duration.labels(kind).observe(seconds)
+
+    def wrote(self, verb: str, kind: str) -> None:
+        """Count one write request."""
+        self.writes.labels(verb, kind).inc()
+
+    def skipped(self, kind: str) -> None:
+        """Count one apply not sent."""
+        self.skipped_applies.labels(kind).inc()
+
+    def total_writes(self) -> float:
+        """Writes counted so far, all verbs and kinds."""
+        return sum(
+            s.value
+            for metric in self.writes.collect()
+            for s in metric.samples
+            if s.name.endswith("_total")
+        )
+
+    def follow_queue(self, depth: Callable[[], int]) -> None:
+        """Report ``depth()`` as the work queue's depth at each scrape."""
+        self.queue_depth.set_function(lambda: float(depth()))
 
     def track(self, kind: str, namespace: str, name: str, status: dict[str, Any] | None) -> None:
         """Follow the Ready condition of ``status``; None (the object is gone) drops the series."""
@@ -93,23 +140,9 @@ class OperatorMetrics:
             self._known.add(key)
 
 
-_default: list[OperatorMetrics] = []
-_default_lock = threading.Lock()
-
-
-def operator_metrics() -> OperatorMetrics:
-    """The process-wide metrics, registered in prometheus_client's default registry."""
-    with _default_lock:
-        if not _default:
-            _default.append(OperatorMetrics(REGISTRY))
-        return _default[0]
-
-
 def serve(port: int, address: str = "0.0.0.0", registry: CollectorRegistry = REGISTRY) -> None:
-    """Serve ``/metrics`` on ``address:port`` from a daemon thread."""
-    if registry is REGISTRY:
-        operator_metrics()  # the reconcile series exist (at zero) before the first reconcile
-        eval_metrics()  # EvalSchedule results from status (sleuth.operator.evalmetrics)
+    """Serve ``/metrics`` on ``address:port`` from a daemon thread (build the runtime first, so
+    that its series exist, at zero, before the first reconcile)."""
     info = Gauge(
         "sleuth_operator_info",
         "The running operator (always 1), labelled with its version.",
@@ -120,4 +153,13 @@ def serve(port: int, address: str = "0.0.0.0", registry: CollectorRegistry = REG
     start_http_server(port, addr=address, registry=registry)
 
 
-__all__ = ["KINDS", "OUTCOMES", "OperatorMetrics", "operator_metrics", "serve"]
+__all__ = [
+    "KINDS",
+    "OUTCOMES",
+    "QUEUE_DEPTH",
+    "SKIPPED",
+    "VERBS",
+    "WRITES",
+    "OperatorMetrics",
+    "serve",
+]

@@ -2,10 +2,22 @@
 
 The same function runs for every event and on the periodic resync; it reads everything it needs
 from the API server and never trusts what woke it. Applying unchanged objects changes nothing.
+
+**One rollout on creation.** The agent's tools are in its ConfigMap, whose digest is in the pod
+template: every ToolBinding that arrives after the agent Deployment is created rolls the agent's
+pods again. ``kubectl apply -f examples/contracts/`` creates the AgentDeployment first and its
+ToolBindings a few milliseconds later, so the first reconcile saw some of them or none, and the
+Deployment got a new ReplicaSet for each one that followed. While the AgentDeployment is younger
+than :data:`FIRST_ROLLOUT_HOLD_SECONDS` and its agent Deployment does not exist yet, the agent
+Deployment is therefore held back (everything else, the model server first, is applied), the
+status says so (``Progressing=True``, ``AwaitingToolBindings``) and :class:`FirstRolloutHeld` asks
+the control loop to come back; the first reconcile after the hold creates the Deployment with
+every ToolBinding applied with the agent.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentSpec
@@ -20,7 +32,7 @@ from sleuth.core.kube import (
 )
 from sleuth.operator.bindings import bindings_for
 from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
-from sleuth.operator.errors import InvalidSpec
+from sleuth.operator.errors import FirstRolloutHeld, InvalidSpec
 from sleuth.operator.reconcile_common import (
     Context,
     SecretCheck,
@@ -38,9 +50,17 @@ from sleuth.operator.render.agent import (
     agent_name,
     render_agent,
 )
+from sleuth.operator.render.meta import Owner
 from sleuth.operator.render.model import model_endpoint, model_name, render_model
 from sleuth.operator.render.tool import tool_endpoint, tool_service_name
-from sleuth.operator.status import Cond, invalid_conditions, rollout
+from sleuth.operator.status import (
+    PROGRESS_DEADLINE_EXCEEDED,
+    Cond,
+    Rollout,
+    invalid_conditions,
+    progressing_condition,
+    rollout,
+)
 
 STATUS_KEYS = ("model", "modelEndpoint", "agentEndpoint", "agentCardUrl", "tools", "toolNames")
 
@@ -49,6 +69,7 @@ def _secret_refs(spec: AgentDeploymentSpec) -> list[tuple[str, SecretKeyRef]]:
     refs = [
         ("spec.model.tokenSecretRef", spec.model.token_secret_ref),
         ("spec.model.apiKeySecretRef", spec.model.api_key_secret_ref),
+        ("spec.agent.tracing.headersSecretRef", spec.agent.tracing.headers_secret_ref),
     ]
     return [(path, ref) for path, ref in refs if ref is not None]
 
@@ -71,6 +92,11 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
     manifests = render_model(owner, spec.model, ctx.settings) + render_agent(
         owner, spec, bound.accepted, ctx.settings
     )
+    held = hold_left(obj["metadata"].get("creationTimestamp"), ctx.now())
+    if held and kube.get(DEPLOYMENT, namespace, agent_name(owner)) is not None:
+        held = 0.0  # created already: the hold is for its first rollout only
+    if held:
+        manifests = [m for m in manifests if not _is_agent_deployment(m, owner)]
     refused = apply_children(kube, manifests)
     keep = {(m["kind"], m["metadata"]["name"]) for m in manifests}
     prune(
@@ -100,7 +126,10 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
             }
         )
     tools.sort(key=lambda t: (t["name"], t["binding"]))
-    conditions = rejected_conditions(refused, _conditions(secrets, rollouts, tools))
+    conditions = _conditions(secrets, rollouts, tools)
+    if held:
+        conditions = _held(conditions, agent_name(owner))
+    conditions = rejected_conditions(refused, conditions)
     extra = {
         "model": spec.model.effective_served_name,
         "modelEndpoint": model_endpoint(owner, spec.model, ctx.settings),
@@ -111,20 +140,65 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
     }
     written = write_status(ctx, AGENT_DEPLOYMENT, obj, conditions, extra, STATUS_KEYS)
     retry_exhausted(refused)
+    if held:
+        raise FirstRolloutHeld(
+            f"AgentDeployment {namespace}/{name}: {_hold_message()} ({held:.0f} s left)"
+        )
     return written
 
 
+FIRST_ROLLOUT_HOLD_SECONDS = 2
+AWAITING_TOOL_BINDINGS = "AwaitingToolBindings"
+
+
+def hold_left(created: str | None, now: str, hold: float = FIRST_ROLLOUT_HOLD_SECONDS) -> float:
+    """Seconds the first rollout of an agent created at ``created`` still waits at ``now`` (both
+    RFC 3339, whole seconds): 0 once it is ``hold`` seconds old. A clock that disagrees with the
+    apiserver's by ``hold`` or more in either direction holds nothing, so no skew stalls it."""
+    if not created:
+        return 0.0
+    age = (_parse(now) - _parse(created)).total_seconds()
+    return hold - age if abs(age) < hold else 0.0
+
+
+def _parse(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _is_agent_deployment(manifest: dict[str, Any], owner: Owner) -> bool:
+    return (manifest["kind"], manifest["metadata"]["name"]) == (DEPLOYMENT.kind, agent_name(owner))
+
+
+def _hold_message() -> str:
+    """The same text all through the hold: the status is written once."""
+    return (
+        f"the agent's first rollout waits until {FIRST_ROLLOUT_HOLD_SECONDS} s after creation "
+        "for ToolBindings applied with the AgentDeployment, so that its pods start once, with "
+        "every tool"
+    )
+
+
+def _held(conditions: list[Cond], deployment: str) -> list[Cond]:
+    """``conditions`` of an agent whose Deployment is held back: Ready False (nothing serves
+    yet), Progressing True, both saying why."""
+    message = f"Deployment {deployment}: {_hold_message()}"
+    out = []
+    for cond in conditions:
+        if cond.type == "Ready" and cond.status == "False" and cond.reason == "AgentNotReady":
+            cond = Cond("Ready", "False", "AgentNotReady", message)
+        elif cond.type == "Progressing":
+            cond = Cond("Progressing", "True", AWAITING_TOOL_BINDINGS, message)
+        out.append(cond)
+    return out
+
+
 def _conditions(
-    secrets: SecretCheck, rollouts: list[Any], tools: list[dict[str, Any]]
+    secrets: SecretCheck, rollouts: list[Rollout], tools: list[dict[str, Any]]
 ) -> list[Cond]:
+    """Ready while model and agent serve (a rollout that keeps enough replicas available
+    included), Progressing while one rolls out, Degraded when a rollout is stuck or a tool is
+    down."""
     waiting = [r for r in rollouts if not r.ready]
-    moving = [r for r in rollouts if r.progressing]
-    if moving:
-        progressing = Cond(
-            "Progressing", "True", "RollingOut", "; ".join(r.describe() for r in moving)
-        )
-    else:
-        progressing = Cond("Progressing", "False", "Complete", "no rollout in progress")
     if waiting:
         reason = (
             "ModelNotReady"
@@ -134,12 +208,15 @@ def _conditions(
         ready = Cond("Ready", "False", reason, "; ".join(r.describe() for r in waiting))
     else:
         ready = Cond("Ready", "True", "Ready", f"model and agent serving; {len(tools)} tools bound")
+    progressing = progressing_condition(rollouts)
     down = [t["name"] for t in tools if not t["ready"]]
-    if down:
+    if progressing.reason == PROGRESS_DEADLINE_EXCEEDED:
+        degraded = Cond("Degraded", "True", progressing.reason, progressing.message)
+    elif down:
         degraded = Cond("Degraded", "True", "ToolsNotReady", "tools not ready: " + ", ".join(down))
     else:
         degraded = Cond("Degraded", "False", "AsExpected", "all bound tools are ready")
     return secret_conditions(secrets, ready, progressing, degraded)
 
 
-__all__ = ["reconcile_agent"]
+__all__ = ["FIRST_ROLLOUT_HOLD_SECONDS", "hold_left", "reconcile_agent"]

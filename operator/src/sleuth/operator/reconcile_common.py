@@ -163,10 +163,10 @@ MANAGED_LABEL = f"app.kubernetes.io/managed-by={MANAGED_BY}"
 def observe_rollout(
     kube: Kube, namespace: str, name: str, component: Component, instance: str
 ) -> Rollout:
-    """The rollout of Deployment ``name``; while it is not ready, with the scheduler's reason
+    """The rollout of Deployment ``name``; while it is not complete, with the scheduler's reason
     when its pods (selected by ``component`` and ``instance``) cannot be placed."""
     found = rollout(name, kube.get(DEPLOYMENT, namespace, name))
-    if not found.exists or found.ready:
+    if not found.exists or found.complete:
         return found
     labels = selector_labels(component, instance)
     selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
+from sleuth.core.api.v1alpha1.tracing import TracingSpec
 from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
     CONFIG_MAP,
@@ -25,7 +28,12 @@ from sleuth.operator.reconcile_common import (
     write_status,
 )
 from sleuth.operator.render.tool import SECRET_ENV, render_tool, secret_refs, tool_endpoint
-from sleuth.operator.status import Cond, invalid_conditions
+from sleuth.operator.status import (
+    PROGRESS_DEADLINE_EXCEEDED,
+    Cond,
+    invalid_conditions,
+    progressing_condition,
+)
 
 STATUS_KEYS = ("toolName", "endpoint")
 CHILDREN = [DEPLOYMENT, SERVICE, CONFIG_MAP, NETWORK_POLICY]
@@ -43,6 +51,16 @@ def _without_children(
         Cond("Degraded", "True", reason, message),
     ]
     return write_status(ctx, TOOL_BINDING, obj, conditions, extra, STATUS_KEYS)
+
+
+def agent_tracing(agent: dict[str, Any]) -> TracingSpec | None:
+    """The AgentDeployment's ``spec.agent.tracing``, which its tool services follow; None when
+    it is not valid (the agent's own status says why; the tool service keeps the default)."""
+    raw = (agent.get("spec") or {}).get("agent", {}).get("tracing")
+    try:
+        return TracingSpec.model_validate(raw or {})
+    except ValidationError:
+        return None
 
 
 def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
@@ -68,22 +86,21 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         return _without_children(ctx, obj, "ToolNameConflict", clashes[name], extra)
 
     owner = owner_of(obj)
-    refused = apply_children(kube, render_tool(owner, spec, ctx.settings))
+    refused = apply_children(kube, render_tool(owner, spec, ctx.settings, agent_tracing(agent)))
     extra["endpoint"] = tool_endpoint(name, namespace, ctx.settings)
 
     refs = [(f"spec.{SECRET_ENV[env]}", ref) for env, ref in secret_refs(spec).items()]
     secrets = check_secrets(kube, namespace, refs)
     service = observe_rollout(kube, namespace, f"{name}-tool", "tool", name)
-    if service.progressing:
-        progressing = Cond("Progressing", "True", "RollingOut", service.describe())
-    else:
-        progressing = Cond("Progressing", "False", "Complete", "no rollout in progress")
+    progressing = progressing_condition([service])
     if not service.ready:
         ready = Cond("Ready", "False", "ToolServiceNotReady", service.describe())
         degraded = Cond("Degraded", "False", "AsExpected", "waiting for the tool service")
     else:
         ready = Cond("Ready", "True", "Ready", f"{spec.tool_name} is served for agent {agent_name}")
         degraded = Cond("Degraded", "False", "AsExpected", "tool service ready")
+    if progressing.reason == PROGRESS_DEADLINE_EXCEEDED:
+        degraded = Cond("Degraded", "True", progressing.reason, progressing.message)
     conditions = rejected_conditions(
         refused, secret_conditions(secrets, ready, progressing, degraded)
     )

@@ -5,11 +5,12 @@ One JSONL line per row (see docs/evals.md)::
     {"id": "redis-latency", "question": "...", "answer": "...",
      "contexts": ["C1 text", "C2 text"], "context_ids": ["C1", "C2"],
      "reference": "...", "reference_context_ids": ["C1", "C4"],
-     "stratum": "easy", "split": "dev"}
+     "stratum": "easy", "split": "dev", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"}
 
 ``answer`` and ``contexts`` come from the agent (a recorded trace, see
 :mod:`sleuth.evals.traces`); ``reference``, ``reference_context_ids``, ``stratum`` and ``split``
-from the golden dataset.
+from the golden dataset; ``trace_id`` (optional) is the OpenTelemetry trace of the agent's
+request, which the eval result's row carries as ``traceId``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ class RagSample(BaseModel):
     reference_context_ids: list[str] = Field(default_factory=list)
     stratum: Stratum = "easy"
     split: Literal["dev", "test"] = "dev"
+    trace_id: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{32}$",
+        description="The agent request's trace id (32 lowercase hex), when it was traced.",
+    )
 
     @model_validator(mode="after")
     def _ids_align(self) -> RagSample:

@@ -5,7 +5,8 @@ Routes: ``POST /v1/chat/completions`` (JSON or server-sent events when ``stream`
 or the Cohere/Jina form when the body has ``documents``), ``POST /v1/rerank`` and
 ``POST /v2/rerank`` (the Cohere/Jina form vLLM serves), ``GET /health``, and control routes for
 tests run against a server in another process: ``GET /_scripted/requests`` (every chat request
-received, in order; ``?kind=rerank`` for the rerank requests), ``DELETE /_scripted/requests``
+received, in order; ``?kind=rerank`` for the rerank requests, ``?kind=traceparent`` for the
+``traceparent`` header of each chat request, null when it had none), ``DELETE /_scripted/requests``
 (forget them) and ``PUT /_scripted/scenario`` (replace the scenario). Chat requests with a
 JSON Schema go through :mod:`sleuth.scripted.structured`.
 """
@@ -47,6 +48,7 @@ class ScriptState:
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self.rerank_requests: list[dict[str, Any]] = []
+        self.traceparents: list[str | None] = []  # each chat request's W3C traceparent header
         self._cursor = 0
         self._lock = threading.Lock()
 
@@ -59,6 +61,7 @@ class ScriptState:
         with self._lock:
             self.requests.clear()
             self.rerank_requests.clear()
+            self.traceparents.clear()
 
     def lock(self) -> threading.Lock:
         return self._lock
@@ -241,6 +244,8 @@ def create_app(state: ScriptState) -> Starlette:
             return _error(400, "request body must be a JSON object")
         if not isinstance(body.get("messages"), list) or not body["messages"]:
             return _error(400, "messages: a non-empty list is required", "messages")
+        with state.lock():
+            state.traceparents.append(request.headers.get("traceparent"))
         scripted = state.select(body)
         scenario = state.scenario
         if scripted.status >= 400:
@@ -359,6 +364,8 @@ def create_app(state: ScriptState) -> Starlette:
             return Response(status_code=204)
         if request.query_params.get("kind") == "rerank":
             return JSONResponse(list(state.rerank_requests))
+        if request.query_params.get("kind") == "traceparent":
+            return JSONResponse(list(state.traceparents))
         return JSONResponse(list(state.requests))
 
     async def put_scenario(request: Request) -> Response:

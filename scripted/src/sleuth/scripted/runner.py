@@ -105,6 +105,10 @@ class ScriptedServer(_Runner):
     def requests(self) -> list[dict[str, Any]]:
         return list(self.state.requests)
 
+    def traceparents(self) -> list[str | None]:
+        """The ``traceparent`` header of each chat request received (None: it had none)."""
+        return list(self.state.traceparents)
+
     def clear_requests(self) -> None:
         self.state.clear_requests()
 
@@ -158,6 +162,13 @@ class ScriptedProcess(_Runner):
         response = httpx.get(f"{self.base_url}/_scripted/requests", timeout=10)
         response.raise_for_status()
         data: list[dict[str, Any]] = response.json()
+        return data
+
+    def traceparents(self) -> list[str | None]:
+        """The ``traceparent`` header of each chat request received (None: it had none)."""
+        response = httpx.get(f"{self.base_url}/_scripted/requests?kind=traceparent", timeout=10)
+        response.raise_for_status()
+        data: list[str | None] = response.json()
         return data
 
     def clear_requests(self) -> None:

@@ -4,7 +4,8 @@
 endpoint (``{endpoint}/v1/tools/{name}/call``). Errors come back with their kind (argument,
 unavailable, other), so the agent loop treats a remote failure exactly like a local one; a
 service that cannot be reached is :class:`ToolUnavailable`. The agent holds no credentials: they
-live in the tool service.
+live in the tool service. Every request carries the active span's ``traceparent`` (the
+``execute_tool`` span, with tracing on), so the tool service's span joins the agent's trace.
 
 ``build_remote_tool(tool_config)`` is what the agent's registry calls for a tool with an
 ``endpoint``. It asks the service for the tool's spec (so named SQL templates get their own
@@ -26,6 +27,7 @@ from sleuth.agent.tools.base import ToolError, ToolOutput, ToolUnavailable
 from sleuth.agent.tools.wire import error_from_json, output_from_json
 from sleuth.core.api.agent_config import ToolConfig
 from sleuth.core.tools import DEFAULT_SPECS, ToolSpec, with_description
+from sleuth.core.tracing import inject_headers
 
 log = logging.getLogger("sleuth.tools.remote")
 
@@ -97,7 +99,9 @@ class RemoteTool:
     async def _call_json(self, arguments: dict[str, Any]) -> dict[str, Any]:
         url = f"{self._endpoint}/v1/tools/{self._spec.name}/call"
         async with httpx.AsyncClient(timeout=self._timeout) as client:
-            response = await client.post(url, json={"arguments": arguments})
+            response = await client.post(
+                url, json={"arguments": arguments}, headers=inject_headers({})
+            )
         if response.status_code not in (200, 422, 500, 503):
             raise ToolUnavailable(
                 f"tool service answered HTTP {response.status_code}", tool=self._spec.name
@@ -112,7 +116,7 @@ class RemoteTool:
 
         url = f"{self._endpoint}/mcp"
         async with (
-            httpx.AsyncClient(timeout=self._timeout) as http,
+            httpx.AsyncClient(timeout=self._timeout, headers=inject_headers({})) as http,
             streamable_http_client(url, http_client=http) as (read, write, _),
             ClientSession(read, write) as session,
         ):

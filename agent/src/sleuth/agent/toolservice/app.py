@@ -19,6 +19,11 @@ at most ``maxConcurrentCalls`` executions run at once, beyond which a call is re
 ``busy``. Requests pass :class:`~sleuth.agent.httpguard.RequestGuard`: a caller that goes away
 (the agent's tool timeout) cancels its call — and the SQL statement under it — unless another
 caller still waits for the same execution.
+
+Traces: each call is a ``tool <name>`` span (kind SERVER) whose parent is the caller's
+``traceparent`` (the agent's ``execute_tool`` span), on both transports. The tool adds what it
+did — the SQL guard's verdict, the statement's duration and row count, the vector hits' chunk
+ids — never argument or parameter values, nor credentials.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ from typing import Any
 import mcp.types as mcp_types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
@@ -52,6 +60,9 @@ from sleuth.agent.tools.base import ToolBusy, ToolError, ToolOutput
 from sleuth.agent.tools.build import ServiceTools
 from sleuth.agent.tools.wire import error_json, error_kind, error_to_json, output_to_json
 from sleuth.agent.toolservice.build import describe
+from sleuth.core import spans
+from sleuth.core.names import TRACE_SPANS_DROPPED
+from sleuth.core.tracing import Tracing, TracingSettings, extract_context, start_tracing
 
 log = logging.getLogger("sleuth.toolservice")
 
@@ -90,6 +101,13 @@ class Metrics:
             ["reason"],
             registry=self.registry,
         )
+        self.spans_dropped = Counter(
+            TRACE_SPANS_DROPPED.removesuffix("_total"),
+            "Spans never exported (reason: queue_full, export_failed, shutdown): the trace "
+            "collector is down or too slow; calls are not slowed.",
+            ["reason"],
+            registry=self.registry,
+        )
 
 
 class ToolService:
@@ -100,14 +118,48 @@ class ToolService:
         tools: ServiceTools,
         metrics: Metrics,
         max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
+        tracing: Tracing | None = None,
     ) -> None:
         self.tools = tools
         self.metrics = metrics
         self.max_concurrent_calls = max_concurrent_calls
         self.executing = 0
         self.flights: SingleFlight[ToolOutput] = SingleFlight()
+        self.tracing = tracing or Tracing.disabled()
 
-    async def call(self, name: str, arguments: dict[str, Any], transport: str) -> dict[str, Any]:
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        transport: str,
+        headers: Any = None,
+    ) -> dict[str, Any]:
+        """Run one call; ``headers``: the request's (for the caller's ``traceparent``)."""
+        if not self.tracing.enabled:
+            return await self._call(name, arguments, transport)
+        parent: Context | None = extract_context(headers) if headers is not None else None
+        with self.tracing.tracer.start_as_current_span(
+            f"{spans.TOOL_SERVICE} {name}",
+            context=parent,
+            kind=SpanKind.SERVER,
+            attributes={spans.TOOL_NAME: name, spans.TOOL_TRANSPORT: transport},
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            try:
+                result = await self._call(name, arguments, transport)
+            except BaseException as exc:  # cancelled: the caller went away
+                span.set_attribute(spans.TOOL_OUTCOME, "cancelled")
+                spans.fail(span, exc)
+                raise
+            error = result.get("error")
+            outcome = error.get("kind", "error") if isinstance(error, dict) else "ok"
+            span.set_attribute(spans.TOOL_OUTCOME, outcome)
+            if outcome != "ok":
+                spans.fail(span, outcome)
+            return result
+
+    async def _call(self, name: str, arguments: dict[str, Any], transport: str) -> dict[str, Any]:
         tool = self.tools.tools.get(name)
         if tool is None:
             known = ", ".join(sorted(self.tools.tools))
@@ -135,6 +187,8 @@ class ToolService:
                 self.metrics.executing.set(self.executing)
                 on_done = finished
             output, shared = await self.flights.run(key, lambda: tool.call(arguments), on_done)
+            if shared:
+                trace.get_current_span().set_attribute(spans.TOOL_SHARED, True)
         except ToolError as err:
             self.metrics.calls.labels(name, transport, error_kind(err)).inc()
             return error_to_json(err, name)
@@ -167,7 +221,8 @@ def mcp_server(service: ToolService) -> Server[Any, Any]:
 
     @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
     async def call_tool(name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
-        result = await service.call(name, arguments, "mcp")
+        request = getattr(server.request_context, "request", None)  # the HTTP request
+        result = await service.call(name, arguments, "mcp", getattr(request, "headers", None))
         text = json.dumps(result, ensure_ascii=False)
         return mcp_types.CallToolResult(
             content=[mcp_types.TextContent(type="text", text=text)],
@@ -199,8 +254,10 @@ def create_app(
     *,
     limits: HttpLimits | None = None,
     max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
+    tracing: Tracing | TracingSettings | None = None,
 ) -> Starlette:
-    """The app; ``load`` builds the tools when the app starts (pools open in its lifespan)."""
+    """The app; ``load`` builds the tools when the app starts (pools open in its lifespan).
+    ``tracing``: the settings of the tracer the app starts and stops, or a tracer to use."""
     metrics = Metrics()
     state: dict[str, Any] = {}
 
@@ -232,7 +289,7 @@ def create_app(
         if not isinstance(arguments, dict):
             message = 'the body must be {"arguments": {...}}'
             return _call_error(422, message, name, "arguments")
-        result = await service().call(name, arguments, "json")
+        result = await service().call(name, arguments, "json", request.headers)
         if "error" not in result:
             return JSONResponse(result)
         kind = result["error"]["kind"]
@@ -242,7 +299,11 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         tools = await load()
-        svc = ToolService(tools, metrics, max_concurrent_calls)
+        if isinstance(tracing, TracingSettings):
+            tracer = start_tracing(tracing, lambda n, why: metrics.spans_dropped.labels(why).inc(n))
+        else:
+            tracer = tracing or Tracing.disabled()
+        svc = ToolService(tools, metrics, max_concurrent_calls, tracer)
         state["service"] = svc
         manager = StreamableHTTPSessionManager(
             app=mcp_server(svc), json_response=True, stateless=True
@@ -253,6 +314,8 @@ def create_app(
                 yield
         finally:
             await tools.aclose()
+            if isinstance(tracing, TracingSettings):  # started here: flushed here, bounded
+                await asyncio.to_thread(tracer.shutdown, 5.0)
 
     async def internal_error(request: Request, exc: Exception) -> Response:
         log.error("unhandled error on %s", request.url.path, exc_info=exc)

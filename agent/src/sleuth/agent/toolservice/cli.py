@@ -2,7 +2,9 @@
 
 The config file is the ToolBinding's spec (see :mod:`sleuth.agent.toolservice.build`; the tools
 are built by :mod:`sleuth.agent.tools.build`); its path may also come from
-``SLEUTH_TOOL_CONFIG``. Credentials come from the environment only.
+``SLEUTH_TOOL_CONFIG``. Credentials come from the environment only. Traces: the standard
+``OTEL_*`` variables (:mod:`sleuth.core.tracing`); the service name is ``OTEL_SERVICE_NAME``
+(the operator sets ``sleuth-tool-<binding name>``), else ``sleuth-tool-<tool name>``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     from sleuth.agent.tools.build import ServiceConfigError, ServiceTools, build_service_tools
     from sleuth.agent.toolservice.app import create_app
     from sleuth.agent.toolservice.build import load_spec
+    from sleuth.core.errors import ConfigError
+    from sleuth.core.tracing import TracingSettings
 
     if args.config is None:
         print("error: --config (or SLEUTH_TOOL_CONFIG) is required", file=sys.stderr)
@@ -50,6 +54,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         spec = load_spec(args.config)
     except ServiceConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        tracing = TracingSettings.from_env(os.environ, f"sleuth-tool-{spec.tool_name}")
+    except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
@@ -67,7 +76,10 @@ def run(args: argparse.Namespace) -> int:
             return tools
 
         app = create_app(
-            load, limits=HttpLimits.of(spec.limits), max_concurrent_calls=spec.max_concurrent_calls
+            load,
+            limits=HttpLimits.of(spec.limits),
+            max_concurrent_calls=spec.max_concurrent_calls,
+            tracing=tracing,
         )
         config = server_config(
             app, args.host, args.port, HttpLimits.of(spec.limits), log_level="warning"

@@ -2,8 +2,10 @@
 
 Each golden case goes to the agent's ``POST /v1/query``; its answer and trace (through
 :mod:`sleuth.evals.traces`, the one reader of the trace format) become a :class:`RagSample` with
-the golden reference, stratum and split. A 429 is retried after its ``Retry-After`` (at most
-twice); any other failure is a counted :class:`Failure` of metric ``agent``, never a silent gap.
+the golden reference, stratum and split, and the request's OpenTelemetry trace id (the body's
+``sleuth.traceId`` or the ``X-Sleuth-Trace-Id`` header; None when the agent's tracing is off).
+A 429 is retried after its ``Retry-After`` (at most twice); any other failure is a counted
+:class:`Failure` of metric ``agent``, never a silent gap.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from typing import Any
 
 import httpx
 
-from sleuth.core.names import EVAL_HEADER
+from sleuth.core.names import EVAL_HEADER, TRACE_ID_HEADER
 from sleuth.evals.golden.cases import GoldenCase
 from sleuth.evals.progress import Progress
 from sleuth.evals.rag.runner import Failure
-from sleuth.evals.traces import parse_record
+from sleuth.evals.traces import parse_record, trace_id_of
 from sleuth.scoring.samples import RagSample
 
 AGENT_METRIC = "agent"
@@ -43,6 +45,11 @@ async def _ask(client: httpx.AsyncClient, url: str, question: str) -> dict[str, 
             continue
         resp.raise_for_status()
         data: dict[str, Any] = resp.json()
+        trace_id = trace_id_of(data, resp.headers.get(TRACE_ID_HEADER))
+        part = data.get("sleuth")
+        if trace_id and (part is None or isinstance(part, dict)):
+            # the saved record (--record) keeps the id even when only the header had it
+            data["sleuth"] = {**(part or {}), "traceId": trace_id}
         return data
     raise httpx.HTTPStatusError(
         "still overloaded (429) after 2 retries", request=resp.request, response=resp
@@ -102,6 +109,7 @@ async def collect(
                 reference_context_ids=case.reference_context_ids,
                 stratum=case.stratum,
                 split=case.split,
+                trace_id=run.trace_id,
             )
             return row, {"id": case.id, **data}
 

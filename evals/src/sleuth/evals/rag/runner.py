@@ -79,7 +79,14 @@ async def run_metrics(
         raise ValueError(f"unknown metrics {unknown}; known: {sorted(METRIC_FUNCTIONS)}")
     judges = Judges(bundle.llm, bundle.embeddings, strictness)
     rows: list[dict[str, Any]] = [
-        {"id": s.id, "stratum": s.stratum, "split": s.split, "scores": {}, "details": {}}
+        {
+            "id": s.id,
+            "stratum": s.stratum,
+            "split": s.split,
+            "traceId": s.trace_id,
+            "scores": {},
+            "details": {},
+        }
         for s in samples
     ]
     failures: list[Failure] = []

@@ -1,9 +1,20 @@
-"""A run's summary for the terminal (and CI logs)."""
+"""A run's summary for the terminal (and CI logs, and the eval Job's pod log): figures, the
+lowest rows of each score with the trace id of their agent request, failures, the gate."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+LOWEST = 5
+"""Rows listed per score, worst first."""
+
+
+def lowest_rows(doc: Mapping[str, Any], name: str, n: int = LOWEST) -> list[Mapping[str, Any]]:
+    """The ``n`` worst rows of score ``name`` (highest first for a lower-is-better score)."""
+    scored = [r for r in doc.get("rows", []) if r["scores"].get(name) is not None]
+    worse_high = doc["metrics"][name]["direction"] == "max"
+    return sorted(scored, key=lambda r: r["scores"][name], reverse=worse_high)[:n]
 
 
 def print_summary(doc: Mapping[str, Any]) -> None:
@@ -28,6 +39,11 @@ def print_summary(doc: Mapping[str, Any]) -> None:
             f"{s.get('text_calls', 0)}, seconds per case "
             + ("n/a" if seconds is None else f"{seconds:.2f}")
         )
+    if doc["kind"] == "ragas":
+        for name in doc["metrics"]:
+            for r in lowest_rows(doc, name):
+                trace = r.get("traceId") or "n/a"
+                print(f"  lowest {name:21s} {r['scores'][name]:.4f} row {r['id']} trace {trace}")
     for f in doc["failures"][:20]:
         if doc["kind"] == "tsa":
             print(f"  failed: case {f['id']}: {f['error']}")

@@ -1,7 +1,10 @@
 """A self-contained HTML report with inline SVG plots (no JavaScript, no dependencies).
 
 Plots: metric values against their thresholds, the per-stratum breakdown, and the TSA confusion
-matrix. Failures are listed row by row, as they are in the JSON document.
+matrix. Failures are listed row by row, as they are in the JSON document. A RAGAS run's rows are
+listed worst first with their scores and the trace id of the agent request that answered them
+(``traceId``), a link into the trace UI when a ``trace_url`` template
+(``http://jaeger:16686/trace/{trace_id}``) is given.
 """
 
 from __future__ import annotations
@@ -123,7 +126,62 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _section(doc: Mapping[str, Any]) -> str:
+TRACE_ID_FIELD = "{trace_id}"
+
+
+def check_trace_url(template: str) -> str:
+    """A trace UI URL template must hold ``{trace_id}`` and be an http(s) URL."""
+    if TRACE_ID_FIELD not in template:
+        raise ValueError(f"trace URL template {template!r} has no {TRACE_ID_FIELD} in it")
+    if not template.startswith(("http://", "https://")):
+        raise ValueError(f"trace URL template {template!r} is not an http(s) URL")
+    return template
+
+
+def trace_cell(trace_id: str | None, trace_url: str | None) -> str:
+    """The trace column's HTML: the id, as a link when there is a template; n/a without one."""
+    if not trace_id:
+        return "n/a"
+    text = f"<code>{escape(trace_id)}</code>"
+    if trace_url is None:
+        return text
+    href = trace_url.replace(TRACE_ID_FIELD, trace_id)
+    return f'<a href="{escape(href, quote=True)}">{text}</a>'
+
+
+def _worst_first(doc: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Rows ordered by the run's first metric, worst first (rows without it last)."""
+    first = next(iter(doc["metrics"]), None)
+    if first is None:
+        return list(rows)
+    high_is_bad = doc["metrics"][first]["direction"] == "max"
+
+    def key(row: Mapping[str, Any]) -> tuple[int, float]:
+        value = row["scores"].get(first)
+        if value is None:
+            return (1, 0.0)
+        return (0, -value if high_is_bad else value)
+
+    return sorted(rows, key=key)
+
+
+def rows_table(doc: Mapping[str, Any], trace_url: str | None = None) -> str:
+    """Every row of a ``ragas`` or ``retrieval`` run: id, stratum, its scores and its trace."""
+    names = [n for n in doc["metrics"] if any(n in r["scores"] for r in doc["rows"])]
+    traced = doc["kind"] == "ragas" or any(r.get("traceId") for r in doc["rows"])
+    head = ["row", "stratum", *(LABELS.get(n, n) for n in names)] + (["trace"] if traced else [])
+    body = []
+    for r in _worst_first(doc, doc["rows"]):
+        cells = [escape(str(r["id"])), escape(str(r.get("stratum", "")))]
+        cells += [_fmt(r["scores"].get(n)) for n in names]
+        if traced:
+            cells.append(trace_cell(r.get("traceId"), trace_url))
+        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    header = "".join(f"<th>{escape(h)}</th>" for h in head)
+    return f"<table class=rows><tr>{header}</tr>{''.join(body)}</table>"
+
+
+def _section(doc: Mapping[str, Any], trace_url: str | None = None) -> str:
     title = (
         f"{doc['kind'].upper()} — agent {doc['agent']}, dataset {doc['dataset']}, "
         f"split {doc['split']}"
@@ -181,6 +239,9 @@ def _section(doc: Mapping[str, Any]) -> str:
                     ]
                 )
             )
+        if doc.get("rows"):
+            out.append(f"<h3>Rows, worst first ({len(doc['rows'])})</h3>")
+            out.append(rows_table(doc, trace_url))
         if doc.get("skipped"):
             out.append(f"<h3>Skipped ({len(doc['skipped'])})</h3>")
             out.append(
@@ -212,12 +273,17 @@ def _section(doc: Mapping[str, Any]) -> str:
         out.append(confusion_svg(s["confusion"]))
         wrong = [c for c in doc["cases"] if not c["passed"]]
         out.append(f"<h3>Cases not passed ({len(wrong)})</h3>")
-        out.append(
-            _table(
-                ["case", "expected", "predicted", "why"],
-                [(c["id"], c["expected"], c["predicted"], "; ".join(c["reasons"])) for c in wrong],
-            )
-        )
+        traced = any(c.get("traceId") for c in doc["cases"])
+        head = ["case", "expected", "predicted", "why"] + (["trace"] if traced else [])
+        body = []
+        for c in wrong:
+            cells = [escape(str(x)) for x in (c["id"], c["expected"], c["predicted"])]
+            cells.append(escape("; ".join(c["reasons"])))
+            if traced:
+                cells.append(trace_cell(c.get("traceId"), trace_url))
+            body.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+        header = "".join(f"<th>{escape(h)}</th>" for h in head)
+        out.append(f"<table><tr>{header}</tr>{''.join(body)}</table>")
     usage = doc.get("usage") or {}
     out.append("<h3>Usage</h3>" + _table(list(usage), [list(usage.values())]))
     return "\n".join(out)
@@ -231,8 +297,13 @@ CSS = (
 )
 
 
-def render(docs: Sequence[Mapping[str, Any]], title: str = "sleuth evaluation report") -> str:
-    body = "\n<hr>\n".join(_section(d) for d in docs)
+def render(
+    docs: Sequence[Mapping[str, Any]],
+    title: str = "sleuth evaluation report",
+    trace_url: str | None = None,
+) -> str:
+    """The documents as one page; ``trace_url`` (with ``{trace_id}``) links each row's trace."""
+    body = "\n<hr>\n".join(_section(d, trace_url) for d in docs)
     return (
         f"<!doctype html><html><head><meta charset=utf-8><title>{escape(title)}</title>"
         f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>\n{body}\n"

@@ -64,6 +64,8 @@ class CaseResult:
     seconds: float | None = None
     malformed: bool = False
     text_call: bool = False
+    trace_id: str | None = None
+    """The agent request's trace, for a case scored from a recorded run (``--traces``)."""
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CaseResult:
@@ -83,6 +85,7 @@ class CaseResult:
             seconds=d.get("seconds"),
             malformed=bool(d.get("malformed", False)),
             text_call=bool(d.get("text_call", False)),
+            trace_id=d.get("traceId"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -101,6 +104,7 @@ class CaseResult:
             "seconds": self.seconds,
             "malformed": self.malformed,
             "text_call": self.text_call,
+            "traceId": self.trace_id,
         }
 
 

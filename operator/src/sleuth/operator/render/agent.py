@@ -49,6 +49,7 @@ from sleuth.operator.render.meta import (
 )
 from sleuth.operator.render.model import model_endpoint
 from sleuth.operator.render.tool import tool_description, tool_endpoint
+from sleuth.operator.render.tracing import agent_trace_service, effective_tracing, tracing_env
 
 CONFIG_DIR = "/etc/sleuth/agent"
 CONFIG_FILE = "config.yaml"
@@ -222,6 +223,8 @@ def render_agent(
     if judge is not None and judge.api_key_secret_ref is not None:
         ref = judge.api_key_secret_ref
         env.append(secret_env(JUDGE_API_KEY_ENV, ref.name, ref.key))
+    tracing = effective_tracing(spec.agent.tracing, settings.tracing)
+    env += tracing_env(tracing, agent_trace_service(owner.name), owner.namespace, messages=True)
     container: Manifest = {
         "name": "agent",
         "image": spec.agent.image or settings.sleuth_image,

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
 from sleuth.core.api.v1alpha1.common import API_VERSION, Resources
+from sleuth.operator.render.tracing import TracingDefaults
 
 Component = Literal["model", "agent", "tool", "eval"]
 
@@ -59,6 +60,9 @@ class RenderSettings:
     # workloads.nodeSelector and workloads.tolerations. vLLM pods keep their GPU placement.
     workload_node_selector: dict[str, str] = field(default_factory=dict)
     workload_tolerations: list[dict[str, Any]] = field(default_factory=list)
+    # OpenTelemetry export of agents and tool services unless spec.agent.tracing says otherwise:
+    # the chart's tracing values (render/tracing.py). Off by default.
+    tracing: TracingDefaults = field(default_factory=TracingDefaults)
 
 
 def place_workload(pod_spec: Manifest, settings: RenderSettings) -> Manifest:

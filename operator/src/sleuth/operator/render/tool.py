@@ -16,6 +16,7 @@ import yaml
 
 from sleuth.core.api.v1alpha1.common import SecretKeyRef
 from sleuth.core.api.v1alpha1.toolbinding import EMBEDDED_QDRANT_MOUNT, ToolBindingSpec
+from sleuth.core.api.v1alpha1.tracing import TracingSpec
 from sleuth.core.tools import default_description, sql_description_for
 from sleuth.operator.render.meta import (
     Manifest,
@@ -30,6 +31,7 @@ from sleuth.operator.render.meta import (
     service_url,
     sleuth_probes,
 )
+from sleuth.operator.render.tracing import effective_tracing, tool_trace_service, tracing_env
 
 CONFIG_DIR = "/etc/sleuth/tool"
 CONFIG_FILE = "config.yaml"
@@ -95,8 +97,17 @@ def tool_config(spec: ToolBindingSpec) -> dict[str, Any]:
     return config
 
 
-def render_tool(owner: Owner, spec: ToolBindingSpec, settings: RenderSettings) -> list[Manifest]:
-    """Every object of one ToolBinding's tool service."""
+def render_tool(
+    owner: Owner,
+    spec: ToolBindingSpec,
+    settings: RenderSettings,
+    tracing: TracingSpec | None = None,
+) -> list[Manifest]:
+    """Every object of one ToolBinding's tool service.
+
+    ``tracing``: the agent's ``spec.agent.tracing`` (the tool service traces as its agent does),
+    over the operator's default.
+    """
     name = tool_service_name(owner.name)
     agent = spec.agent_ref.name
     config_text = yaml.safe_dump(tool_config(spec), sort_keys=True, allow_unicode=True)
@@ -110,6 +121,8 @@ def render_tool(owner: Owner, spec: ToolBindingSpec, settings: RenderSettings) -
     }
     env = [{"name": "SLEUTH_TOOL_CONFIG", "value": f"{CONFIG_DIR}/{CONFIG_FILE}"}]
     env += [secret_env(var, ref.name, ref.key) for var, ref in secret_refs(spec).items()]
+    effective = effective_tracing(tracing, settings.tracing)
+    env += tracing_env(effective, tool_trace_service(owner.name), owner.namespace, messages=False)
     container: Manifest = {
         "name": "tool",
         "image": spec.image or settings.sleuth_image,

@@ -18,11 +18,16 @@ reached is :class:`ToolUnavailable`; what PostgreSQL says about the query itself
 error. Messages name no host, port or socket path (those go to the log). A caller that is
 cancelled (its timeout, its client gone) cancels the statement on the server: asyncpg sends
 PostgreSQL a cancel request, and the connection goes back to the pool.
+
+On the active span (the tool service's, or the agent's ``execute_tool`` for an in-process tool)
+go the statement's duration, the rows returned, whether the cap cut them and the tables read —
+never the parameters' values.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -30,6 +35,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import asyncpg
+from opentelemetry import trace
 
 from sleuth.agent.tools.base import (
     ToolArgumentError,
@@ -40,6 +46,7 @@ from sleuth.agent.tools.base import (
 )
 from sleuth.agent.tools.sql.guard import CheckedQuery
 from sleuth.agent.tools.sql.values import JsonValue, to_json
+from sleuth.core import spans
 
 log = logging.getLogger("sleuth.tools.sql")
 
@@ -167,6 +174,9 @@ async def run_readonly(
     """Execute an accepted query under the limits; map database errors to tool errors."""
     timeout_ms = max(1, int(limits.statement_timeout_seconds * 1000))
     lock_ms = max(1, int(limits.lock_timeout_seconds * 1000))
+    span = trace.get_current_span()
+    span.set_attribute(spans.SQL_TABLES, list(query.tables))
+    started = time.perf_counter()
     try:
         conn = await _acquire(pool, limits.acquire_timeout_seconds)
         try:
@@ -184,8 +194,10 @@ async def run_readonly(
                     _coerce(v, t, i) for i, (v, t) in enumerate(zip(params, types, strict=True), 1)
                 ]
                 columns = _unique([a.name for a in stmt.get_attributes()])
+                started = time.perf_counter()
                 cursor = await stmt.cursor(*args)
                 records = await cursor.fetch(limits.max_rows + 1)
+                span.set_attribute(spans.SQL_DURATION_MS, _ms_since(started))
             finally:
                 if not conn.is_closed():
                     await tx.rollback()
@@ -194,6 +206,7 @@ async def run_readonly(
     except ToolError:
         raise
     except asyncpg.QueryCanceledError:
+        span.set_attribute(spans.SQL_DURATION_MS, _ms_since(started))
         raise ToolError(
             f"the query was cancelled after {limits.statement_timeout_seconds:g} s "
             "(statement_timeout); simplify it or filter more",
@@ -224,8 +237,14 @@ async def run_readonly(
             f"the database refused the query: {err}", tool="sql_query"
         ) from None
     truncated = len(records) > limits.max_rows
+    span.set_attribute(spans.SQL_ROWS, min(len(records), limits.max_rows))
+    span.set_attribute(spans.SQL_TRUNCATED, truncated)
     rows = tuple(
         {name: to_json(value) for name, value in zip(columns, record.values(), strict=True)}
         for record in records[: limits.max_rows]
     )
     return QueryResult(columns=columns, rows=rows, truncated=truncated, max_rows=limits.max_rows)
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)

@@ -12,11 +12,13 @@ from datetime import date
 from typing import Any
 
 import asyncpg
+from opentelemetry import trace
 
 from sleuth.agent.tools.base import ToolArgumentError, ToolOutput
 from sleuth.agent.tools.sql.executor import SqlLimits, run_readonly
 from sleuth.agent.tools.sql.guard import CheckedQuery, GuardPolicy, SqlRefused, check_sql
 from sleuth.agent.tools.sql.tool import output_for
+from sleuth.core import spans
 from sleuth.core.api.v1alpha1.toolbinding import SqlParameter, SqlTemplate
 from sleuth.core.errors import ConfigError
 from sleuth.core.tools import ToolSpec
@@ -118,6 +120,8 @@ class SqlTemplateTool:
 
     async def call(self, arguments: dict[str, Any]) -> ToolOutput:
         values = self.bind(arguments)
+        # checked once, when the tool was built
+        trace.get_current_span().set_attribute(spans.SQL_GUARD_VERDICT, "template")
         result = await run_readonly(self._pool, self._checked, values, self._limits)
         return output_for(self._checked, result)
 

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
+from opentelemetry import trace
 
 from sleuth.agent.tools.base import Citation, ToolArgumentError, ToolOutput
 from sleuth.agent.tools.sql.executor import QueryResult, SqlLimits, run_readonly
-from sleuth.agent.tools.sql.guard import CheckedQuery, GuardPolicy, check_sql
+from sleuth.agent.tools.sql.guard import CheckedQuery, GuardPolicy, SqlRefused, check_sql
+from sleuth.core import spans
 from sleuth.core.tools import SQL_QUERY, ToolSpec, sql_description_for, with_description
 
 
@@ -108,7 +110,13 @@ class SqlQueryTool:
                 f"unknown argument(s): {', '.join(sorted(unknown))}", tool=self._spec.name
             )
         params = parse_params(arguments)
-        checked = self.check(sql, params)
+        span = trace.get_current_span()  # the verdict, never the SQL or its parameters
+        try:
+            checked = self.check(sql, params)
+        except SqlRefused:
+            span.set_attribute(spans.SQL_GUARD_VERDICT, "refused")
+            raise
+        span.set_attribute(spans.SQL_GUARD_VERDICT, "accepted")
         result = await run_readonly(self._pool, checked, params, self._config.limits)
         return output_for(checked, result)
 

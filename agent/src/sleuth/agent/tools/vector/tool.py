@@ -5,7 +5,8 @@ Retrieval (dense or hybrid, the relevance cut-off, the reranker) is
 of each passage, so the answer can cite them; ``score`` is the passage's cosine similarity to the
 query and ``rerank_score`` the reranker's, when one ran. Retrieved text is data, never
 instructions: the output says so next to the passages. When the reranker failed, the output
-says that the passages are in retrieval order.
+says that the passages are in retrieval order. The active span gets the ids of the chunks
+found (``sleuth.vector.hits``), never the query.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry import trace
 from qdrant_client import AsyncQdrantClient
 
 from sleuth.agent.tools.base import (
@@ -30,6 +32,7 @@ from sleuth.agent.tools.vector.retrieve import (
     RetrievalSettings,
     Retriever,
 )
+from sleuth.core import spans
 from sleuth.core.embeddings import Embedder, EmbeddingsUnavailable
 from sleuth.core.tools import VECTOR_SEARCH, ToolSpec, with_description
 
@@ -133,7 +136,11 @@ class VectorSearchTool:
             raise ToolUnavailable(
                 f"the vector store is unavailable ({type(err).__name__})", tool=self._spec.name
             ) from None
-        return _output(found)
+        output = _output(found)
+        span = trace.get_current_span()
+        span.set_attribute(spans.VECTOR_TOP_K, top_k)
+        span.set_attribute(spans.VECTOR_HITS, [c.id for c in output.citations])
+        return output
 
     async def problem(self) -> str | None:
         """Why the collection cannot serve this binding (missing, wrong layout or chunking)."""

@@ -47,6 +47,7 @@ from sleuth.core.api.v1alpha1.parsers import (
     parser_mismatch,
     parser_rule,
 )
+from sleuth.core.api.v1alpha1.tracing import TracingSpec
 from sleuth.core.api.v1alpha1.vllmargs import ExtraArg, extra_args_rule, repeated_flag
 from sleuth.core.names import (
     ANSWER_RELEVANCY_SCORE,
@@ -413,6 +414,12 @@ class AgentSpec(SpecModel):
         alias="a2a",  # not the alias generator's "a2A"
         description="The agent as an A2A agent (card, send, stream, get, cancel); its card's URL "
         "is in status.agentCardUrl.",
+        json_schema_extra={"default": {}},
+    )
+    tracing: TracingSpec = Field(
+        default_factory=TracingSpec,
+        description="OpenTelemetry traces of the agent and its tool services (OTLP/HTTP): "
+        "each field overrides the operator's default (the chart's tracing values).",
         json_schema_extra={"default": {}},
     )
     resources: Resources | None = Field(

@@ -1,0 +1,165 @@
+"""The operator's API client: skips applies that would change nothing, and counts its writes.
+
+:class:`OperatorKube` is a :class:`~sleuth.core.kube.Kube` whose :meth:`~OperatorKube.apply`
+first compares the desired child with what is there, so that a converged operator sends no
+write at all:
+
+1. The child's fingerprint from the watch (:class:`~sleuth.operator.watchcache.WatchCache`)
+   equals the one recorded when this process last applied the same desired manifest: nothing
+   changed since, skip (no request).
+2. Otherwise (first time since start, or the child changed, or no watch reported it) the
+   live child is read; when every field of the desired manifest has that value in it (fields
+   other managers added are not the operator's), skip and record it.
+3. Otherwise apply, and record the fingerprint of what the apiserver returned.
+
+A deleted child has no fingerprint and is absent when read, so it is applied again.
+
+Lists of ToolBindings (every reconcile reads its namespace's) are served from the watch cache
+once a real list filled it (:meth:`OperatorKube.list_at`, at start and at each resync). Every write
+the reconcilers make goes through here and is counted in ``sleuth_operator_writes_total{verb}``
+(:mod:`sleuth.operator.metrics`), skipped applies in ``sleuth_operator_applies_skipped_total``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from typing import Any
+
+from sleuth.core.kube import TOOL_BINDING, Kube, Resource, resource_of
+from sleuth.operator.metrics import OperatorMetrics
+from sleuth.operator.watchcache import ChildKey, WatchCache, child_key, fingerprint
+
+log = logging.getLogger("sleuth.operator")
+
+
+def covers(desired: Any, live: Any) -> bool:
+    """Whether ``live`` holds every field of ``desired`` with the same value (dicts may hold
+    more keys; lists must match entry by entry)."""
+    return difference(desired, live) is None
+
+
+def difference(desired: Any, live: Any, path: str = "") -> str | None:
+    """The first field of ``desired`` that ``live`` lacks or holds otherwise (None: covered)."""
+    if isinstance(desired, dict):
+        if not isinstance(live, dict):
+            return path or "."
+        for key, value in desired.items():
+            if key not in live:
+                return f"{path}.{key}"
+            found = difference(value, live[key], f"{path}.{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(desired, list):
+        if not isinstance(live, list) or len(desired) != len(live):
+            return path
+        for index, (d, v) in enumerate(zip(desired, live, strict=True)):
+            found = difference(d, v, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+    if isinstance(desired, bool) or isinstance(live, bool):
+        return None if desired is live else path
+    if isinstance(desired, int) and isinstance(live, str):  # a quantity (gpu: 1) comes back "1"
+        return None if str(desired) == live else path
+    return None if desired == live else path
+
+
+def manifest_digest(manifest: dict[str, Any]) -> str:
+    text = json.dumps(manifest, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class OperatorKube(Kube):
+    """:class:`Kube` that skips unchanged applies (against ``cache``) and counts writes."""
+
+    def __init__(
+        self, api: Any, cache: WatchCache, metrics: OperatorMetrics, **kwargs: Any
+    ) -> None:
+        super().__init__(api, **kwargs)
+        self.cache = cache
+        self.metrics = metrics
+        self._applied: dict[ChildKey, tuple[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def list_at(
+        self, resource: Resource, namespace: str | None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """A real list (never the cache) and the collection's resourceVersion."""
+        found = self._request("GET", resource.path(namespace)) or {}
+        items: list[dict[str, Any]] = found.get("items", [])
+        return items, str((found.get("metadata") or {}).get("resourceVersion", ""))
+
+    def list(
+        self, resource: Resource, namespace: str | None, label_selector: str | None = None
+    ) -> list[dict[str, Any]]:
+        if resource == TOOL_BINDING and namespace is not None and label_selector is None:
+            cached = self.cache.bodies(resource.kind, namespace)
+            if cached is not None:
+                return cached
+        return super().list(resource, namespace, label_selector)
+
+    def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        key = child_key(manifest)
+        wanted = manifest_digest(manifest)
+        with self._lock:
+            last = self._applied.get(key)
+        seen = self.cache.child(key)
+        if last is not None and seen is not None and last == (wanted, seen):
+            self.metrics.skipped(key[1])
+            return manifest
+        live = self.get(resource_of(manifest), key[2], key[3])
+        differs = "absent" if live is None else difference(manifest, live)
+        if live is not None and differs is None:
+            self._remember(key, wanted, live)
+            self.metrics.skipped(key[1])
+            return live
+        log.info("apply %s %s/%s: %s differs", key[1], key[2], key[3], differs)
+        self.metrics.wrote("apply", key[1])
+        result = super().apply(manifest)
+        self._remember(key, wanted, result)
+        return result
+
+    def _remember(self, key: ChildKey, wanted: str, obj: dict[str, Any]) -> None:
+        with self._lock:
+            self._applied[key] = (wanted, fingerprint(obj))
+
+    def _forget(self, key: ChildKey) -> None:
+        with self._lock:
+            self._applied.pop(key, None)
+
+    def merge_patch(self, manifest: dict[str, Any]) -> dict[str, Any] | None:
+        self._forget(child_key(manifest))
+        self.metrics.wrote("merge_patch", manifest["kind"])
+        return super().merge_patch(manifest)
+
+    def delete(self, resource: Resource, namespace: str, name: str, uid: str | None = None) -> None:
+        self._forget((resource.api_version, resource.kind, namespace, name))
+        self.metrics.wrote("delete", resource.kind)
+        super().delete(resource, namespace, name, uid)
+
+    def patch_status(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        status: dict[str, Any],
+        resource_version: str | None = None,
+    ) -> dict[str, Any] | None:
+        self.metrics.wrote("patch_status", resource.kind)
+        return super().patch_status(resource, namespace, name, status, resource_version)
+
+    def create(self, manifest: dict[str, Any]) -> dict[str, Any] | None:
+        self.metrics.wrote("create", manifest["kind"])
+        return super().create(manifest)
+
+    def replace(self, manifest: dict[str, Any]) -> dict[str, Any] | None:
+        self._forget(child_key(manifest))
+        self.metrics.wrote("replace", manifest["kind"])
+        return super().replace(manifest)
+
+
+__all__ = ["OperatorKube", "covers", "difference", "manifest_digest"]

@@ -1,0 +1,254 @@
+"""The operator's one runtime object: built from the CLI's settings, handed to kopf as ``memo``.
+
+It owns everything the control loop shares — the API client, the watch cache, the work queue,
+its worker threads and the resync — so that no module holds state of its own:
+
+- kopf's event handlers (:mod:`sleuth.operator.handlers`) record what they saw in the
+  :class:`~sleuth.operator.watchcache.WatchCache` and enqueue the keys it concerns
+  (:meth:`Runtime.agent_seen` and siblings): the object, and the objects whose reconcile reads it;
+- ``workers`` threads drain the :class:`~sleuth.operator.workqueue.WorkQueue`, one reconcile per
+  key (:meth:`Runtime.process`); retryable failures back off per key, permanent ones wait for a
+  change or the next resync;
+- every ``resync_seconds`` the resync enqueues every key the watches know, after one real list
+  of ToolBindings per watched scope refreshed the cache the reconcilers read them from;
+- :meth:`Runtime.stop` stops taking work and waits, at most ``shutdown_seconds``, for the
+  reconciles in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import REGISTRY, CollectorRegistry
+
+from sleuth.core.errors import SleuthError
+from sleuth.core.kube import AGENT_DEPLOYMENT, EVAL_SCHEDULE, TOOL_BINDING, new_api_client
+from sleuth.operator.applier import OperatorKube
+from sleuth.operator.evalmetrics import EvalMetrics, eval_metrics
+from sleuth.operator.metrics import OperatorMetrics
+from sleuth.operator.reconcile_agent import reconcile_agent
+from sleuth.operator.reconcile_common import Context
+from sleuth.operator.reconcile_eval import reconcile_eval
+from sleuth.operator.reconcile_tool import reconcile_tool
+from sleuth.operator.render.meta import AGENT_LABEL, RenderSettings
+from sleuth.operator.watchcache import Key, WatchCache
+from sleuth.operator.workqueue import Backoff, WorkQueue, run_workers
+
+log = logging.getLogger("sleuth.operator")
+
+Reconcile = Callable[[Context, str, str], Any]
+RECONCILERS: dict[str, Reconcile] = {
+    AGENT_DEPLOYMENT.kind: reconcile_agent,
+    TOOL_BINDING.kind: reconcile_tool,
+    EVAL_SCHEDULE.kind: reconcile_eval,
+}
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """What ``sleuth operator`` was asked for (:mod:`sleuth.operator.cli` builds it)."""
+
+    kubeconfig: str | None = None
+    namespaces: tuple[str, ...] = ()
+    resync_seconds: float = 30.0
+    workers: int = 4
+    shutdown_seconds: float = 10.0
+    backoff: Backoff = field(default_factory=Backoff)
+    render: RenderSettings = field(default_factory=RenderSettings)
+
+
+@dataclass
+class Runtime:
+    """The control loop's shared state; one per process."""
+
+    settings: LoopSettings
+    ctx: Context
+    cache: WatchCache
+    metrics: OperatorMetrics
+    evals: EvalMetrics
+    queue: WorkQueue[Key]
+    reconcilers: dict[str, Reconcile] = field(default_factory=lambda: dict(RECONCILERS))
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _stopping: threading.Event = field(default_factory=threading.Event)
+
+    @classmethod
+    def build(
+        cls,
+        settings: LoopSettings,
+        api: Any = None,
+        registry: CollectorRegistry = REGISTRY,
+        evals: EvalMetrics | None = None,
+    ) -> Runtime:
+        """Connect (``settings.kubeconfig``, else sleuth.core.kube's order) and wire it up."""
+        cache = WatchCache()
+        metrics = OperatorMetrics(registry)
+        kube = OperatorKube(
+            api if api is not None else new_api_client(settings.kubeconfig), cache, metrics
+        )
+        queue: WorkQueue[Key] = WorkQueue(backoff=settings.backoff)
+        metrics.follow_queue(queue.__len__)
+        return cls(
+            settings=settings,
+            ctx=Context(kube=kube, settings=settings.render),
+            cache=cache,
+            metrics=metrics,
+            evals=evals if evals is not None else eval_metrics(),
+            queue=queue,
+        )
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Fill the ToolBinding cache, start the workers and the resync."""
+        self.relist()
+        self._threads = run_workers(self.queue, self.process, self.settings.workers, "reconcile")
+        resync = threading.Thread(target=self._resync_forever, name="resync", daemon=True)
+        resync.start()
+        self._threads.append(resync)
+
+    def stop(self) -> bool:
+        """Take no more work; wait (bounded) for the reconciles in flight. Whether all ended."""
+        self._stopping.set()
+        self.queue.shut_down()
+        finished = self.queue.wait_idle(self.settings.shutdown_seconds)
+        if not finished:
+            log.warning(
+                "stopping with %d reconciles still running after %s s",
+                self.queue.running(),
+                self.settings.shutdown_seconds,
+            )
+        return finished
+
+    def process(self, key: Key) -> None:
+        """Reconcile one key, then forget its failures or back it off (the worker body)."""
+        kind, namespace, name = key
+        started, outcome = time.monotonic(), "error"
+        try:
+            status = self.reconcilers[kind](self.ctx, namespace, name)
+            outcome = "success"
+            self.queue.forget(key)
+            self.metrics.track(kind, namespace, name, status)
+        except SleuthError as err:
+            if err.retryable:
+                outcome = "retryable_error"
+                delay = self.queue.retry(key)
+                log.warning("%s %s/%s: %s (retry in %.1f s)", kind, namespace, name, err, delay)
+            else:  # only a change (an event) or the next resync tries again
+                outcome = "permanent_error"
+                self.queue.forget(key)
+                log.error("%s %s/%s: %s", kind, namespace, name, err)
+        except Exception:  # a bug: back off, keep the worker
+            delay = self.queue.retry(key)
+            log.exception("%s %s/%s failed (retry in %.1f s)", kind, namespace, name, delay)
+        finally:
+            self.metrics.observe(kind, outcome, time.monotonic() - started)
+
+    def relist(self) -> None:
+        """One real list of ToolBindings per watched scope into the cache (a failure leaves the
+        reconcilers listing for themselves until the next one succeeds)."""
+        kube = self.ctx.kube
+        if not isinstance(kube, OperatorKube):
+            return
+        scopes: list[str | None] = list(self.settings.namespaces) or [None]
+        for scope in scopes:
+            try:
+                items, version = kube.list_at(TOOL_BINDING, scope)
+            except SleuthError as err:
+                log.warning("listing ToolBindings in %s: %s", scope or "all namespaces", err)
+                continue
+            self.cache.relisted(TOOL_BINDING.kind, scope, items, version)
+
+    def resync_once(self) -> int:
+        """Enqueue every object the watches know; returns how many."""
+        keys = self.cache.keys()
+        for key in keys:
+            self.queue.add(key)
+        return len(keys)
+
+    def _resync_forever(self) -> None:
+        while not self._stopping.wait(self.settings.resync_seconds):
+            self.relist()
+            log.info("resync: %d objects enqueued", self.resync_once())
+
+    # -- what the watches report ------------------------------------------------------------
+
+    def agent_seen(self, namespace: str, name: str, deleted: bool) -> None:
+        """An AgentDeployment changed or went: it, its EvalSchedules and (when it appears or
+        goes) its ToolBindings converge."""
+        kind = AGENT_DEPLOYMENT.kind
+        known = self.cache.has(kind, namespace, name)
+        if deleted:
+            self.cache.gone_object(kind, namespace, name)
+        else:
+            self.cache.seen_object(kind, namespace, name, None)
+        self.queue.add((kind, namespace, name))
+        if deleted or not known:
+            for binding in self.cache.naming(TOOL_BINDING.kind, namespace, name):
+                self.queue.add((TOOL_BINDING.kind, namespace, binding))
+        self._wake_schedules(namespace, name)
+
+    def binding_seen(
+        self,
+        namespace: str,
+        name: str,
+        agent: str | None,
+        deleted: bool,
+        body: dict[str, Any] | None = None,
+    ) -> None:
+        """A ToolBinding changed or went: it, the agent it names (and named before) converge."""
+        kind = TOOL_BINDING.kind
+        if body is not None:
+            self.cache.keep(kind, body, deleted)
+        if deleted:
+            before = self.cache.gone_object(kind, namespace, name)
+        else:
+            before = self.cache.seen_object(kind, namespace, name, agent)
+        self.queue.add((kind, namespace, name))
+        for named in dict.fromkeys(a for a in (before, agent) if a):
+            self.queue.add((AGENT_DEPLOYMENT.kind, namespace, named))
+            self._wake_schedules(namespace, named)  # their embeddings follow the retrieval
+
+    def schedule_seen(
+        self, namespace: str, name: str, agent: str | None, deleted: bool, spec_seen: bool
+    ) -> None:
+        """An EvalSchedule changed or went; ``spec_seen``: only its status changed since its
+        last reconcile (its runs' results), which changes nothing to reconcile."""
+        kind = EVAL_SCHEDULE.kind
+        if deleted:
+            self.cache.gone_object(kind, namespace, name)
+        else:
+            self.cache.seen_object(kind, namespace, name, agent)
+        if deleted or not spec_seen:
+            self.queue.add((kind, namespace, name))
+
+    def child_seen(self, body: dict[str, Any], deleted: bool) -> None:
+        """A managed child changed or went: record its fingerprint, converge its owner."""
+        if deleted:
+            self.cache.gone_child(body)
+        else:
+            self.cache.seen_child(body)
+        meta = body.get("metadata") or {}
+        namespace = meta.get("namespace")
+        if not namespace:
+            return
+        for ref in meta.get("ownerReferences") or []:
+            if not ref.get("controller") or ref.get("kind") not in self.reconcilers:
+                continue
+            if not str(ref.get("apiVersion", "")).startswith(AGENT_DEPLOYMENT.api_version):
+                continue
+            self.queue.add((ref["kind"], namespace, ref["name"]))
+            agent = (meta.get("labels") or {}).get(AGENT_LABEL)
+            if ref["kind"] == TOOL_BINDING.kind and agent:
+                self.queue.add((AGENT_DEPLOYMENT.kind, namespace, agent))
+
+    def _wake_schedules(self, namespace: str, agent: str) -> None:
+        for schedule in self.cache.naming(EVAL_SCHEDULE.kind, namespace, agent):
+            self.queue.add((EVAL_SCHEDULE.kind, namespace, schedule))
+
+
+__all__ = ["RECONCILERS", "LoopSettings", "Runtime"]

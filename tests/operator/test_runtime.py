@@ -1,0 +1,312 @@
+"""The runtime without a cluster: which keys each watch event enqueues, how a reconcile's outcome
+decides retry or not, and the applier's skip of unchanged applies (against a recording fake of
+the apiserver's HTTP layer)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from sleuth.core.errors import KubeRejected, KubeRetryable
+from sleuth.core.kube import TOOL_BINDING
+from sleuth.operator.applier import OperatorKube, covers
+from sleuth.operator.evalmetrics import EvalMetrics
+from sleuth.operator.metrics import OperatorMetrics
+from sleuth.operator.reconcile_common import Context
+from sleuth.operator.runtime import LoopSettings, Runtime
+from sleuth.operator.watchcache import WatchCache
+from sleuth.operator.workqueue import Backoff
+
+pytestmark = pytest.mark.unit
+
+NS = "team-a"
+
+
+def runtime(**reconcilers: Any) -> Runtime:
+    built = Runtime.build(
+        LoopSettings(backoff=Backoff(base=30, cap=60)),
+        api=object(),
+        registry=CollectorRegistry(),
+        evals=EvalMetrics(),
+    )
+    built.reconcilers.update(reconcilers)
+    return built
+
+
+def drain(rt: Runtime) -> list[tuple[str, str, str]]:
+    keys = []
+    while (key := rt.queue.get(0)) is not None:
+        keys.append(key)
+        rt.queue.done(key)
+    return keys
+
+
+def test_a_binding_event_wakes_the_binding_its_agent_and_the_agents_schedules() -> None:
+    rt = runtime()
+    rt.schedule_seen(NS, "nightly", "contracts", deleted=False, spec_seen=False)
+    drain(rt)
+    rt.binding_seen(NS, "docs", "contracts", deleted=False)
+    assert drain(rt) == [
+        ("ToolBinding", NS, "docs"),
+        ("AgentDeployment", NS, "contracts"),
+        ("EvalSchedule", NS, "nightly"),
+    ]
+    rt.binding_seen(NS, "docs", "other", deleted=False)  # re-pointed: the old agent drops it
+    assert set(drain(rt)) == {
+        ("ToolBinding", NS, "docs"),
+        ("AgentDeployment", NS, "contracts"),
+        ("AgentDeployment", NS, "other"),
+        ("EvalSchedule", NS, "nightly"),
+    }
+    assert rt.cache.naming("ToolBinding", NS, "other") == ["docs"]
+    assert rt.cache.naming("ToolBinding", NS, "contracts") == []
+
+
+def test_a_new_or_deleted_agent_wakes_its_bindings_a_status_change_does_not() -> None:
+    rt = runtime()
+    rt.binding_seen(NS, "docs", "contracts", deleted=False)
+    drain(rt)
+    rt.agent_seen(NS, "contracts", deleted=False)
+    assert ("ToolBinding", NS, "docs") in drain(rt)
+    rt.agent_seen(NS, "contracts", deleted=False)  # e.g. its own status write
+    assert drain(rt) == [("AgentDeployment", NS, "contracts")]
+    rt.agent_seen(NS, "contracts", deleted=True)
+    assert set(drain(rt)) == {("AgentDeployment", NS, "contracts"), ("ToolBinding", NS, "docs")}
+
+
+def test_a_status_only_schedule_event_enqueues_nothing_and_the_resync_enqueues_all() -> None:
+    rt = runtime()
+    rt.schedule_seen(NS, "nightly", "contracts", deleted=False, spec_seen=True)
+    assert drain(rt) == []
+    rt.agent_seen(NS, "contracts", deleted=False)
+    rt.binding_seen(NS, "docs", "contracts", deleted=False)
+    drain(rt)
+    assert rt.resync_once() == 3
+    assert set(drain(rt)) == {
+        ("AgentDeployment", NS, "contracts"),
+        ("ToolBinding", NS, "docs"),
+        ("EvalSchedule", NS, "nightly"),
+    }
+
+
+def test_a_child_event_wakes_its_controller_and_a_tool_childs_agent() -> None:
+    rt = runtime()
+    child = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "namespace": NS,
+            "name": "docs-tool",
+            "labels": {"sleuth.dev/agent": "contracts"},
+            "ownerReferences": [
+                {"apiVersion": "sleuth.dev/v1alpha1", "kind": "ToolBinding", "name": "docs"},
+                {
+                    "apiVersion": "sleuth.dev/v1alpha1",
+                    "kind": "ToolBinding",
+                    "name": "docs",
+                    "controller": True,
+                },
+            ],
+        },
+    }
+    rt.child_seen(child, deleted=False)
+    assert drain(rt) == [("ToolBinding", NS, "docs"), ("AgentDeployment", NS, "contracts")]
+    assert rt.cache.child(("apps/v1", "Deployment", NS, "docs-tool")) is not None
+    rt.child_seen(child, deleted=True)
+    assert rt.cache.child(("apps/v1", "Deployment", NS, "docs-tool")) is None
+
+
+def test_outcomes_decide_retry_a_permanent_error_is_not_retried() -> None:
+    calls: list[str] = []
+
+    def flaky(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
+        calls.append(name)
+        if name == "down":
+            raise KubeRetryable("apiserver unreachable")
+        if name == "refused":
+            raise KubeRejected(422, "spec.x: bad", reason="Invalid")
+        return {"conditions": [{"type": "Ready", "status": "True"}]}
+
+    rt = runtime(AgentDeployment=flaky)
+    for name in ("ok", "down", "refused"):
+        rt.queue.add(("AgentDeployment", NS, name))
+    for key in drain_keys(rt, 3):
+        rt.process(key)
+        rt.queue.done(key)
+    assert calls == ["ok", "down", "refused"]
+    assert rt.queue.failures(("AgentDeployment", NS, "down")) == 1
+    assert rt.queue.failures(("AgentDeployment", NS, "refused")) == 0
+    assert rt.queue.get(0) is None  # "down" waits for its back-off; "refused" is not retried
+    outcome = {
+        s.labels["outcome"]: s.value
+        for m in rt.metrics.reconciles.collect()
+        for s in m.samples
+        if s.name.endswith("_total") and s.labels["kind"] == "AgentDeployment"
+    }
+    assert outcome == {
+        "success": 1,
+        "retryable_error": 1,
+        "permanent_error": 1,
+        "error": 0,
+    }
+
+
+def drain_keys(rt: Runtime, count: int) -> list[tuple[str, str, str]]:
+    keys = [rt.queue.get(0) for _ in range(count)]
+    assert None not in keys
+    return [k for k in keys if k is not None]
+
+
+# -- the applier ---------------------------------------------------------------------------------
+
+
+class FakeApi(OperatorKube):
+    """OperatorKube over an in-memory store that records every request it would send."""
+
+    def __init__(self, cache: WatchCache) -> None:
+        super().__init__(object(), cache, OperatorMetrics(CollectorRegistry()))
+        self.store: dict[str, dict[str, Any]] = {}
+        self.requests: list[str] = []
+        self.version = 0
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any] | None:
+        self.requests.append(method)
+        if method == "GET":
+            return copy.deepcopy(self.store.get(path))
+        assert method == "PATCH"
+        assert content_type == "application/apply-patch+yaml"
+        self.version += 1
+        obj = json.loads(json.dumps(body))
+        obj["metadata"]["resourceVersion"] = str(self.version)
+        obj["metadata"]["uid"] = "u-" + obj["metadata"]["name"]
+        obj["status"] = {}
+        self.store[path] = obj
+        return copy.deepcopy(obj)
+
+
+def config_map(data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "agent", "namespace": NS, "labels": {"a": "b"}},
+        "data": {"config": data},
+    }
+
+
+def test_the_applier_writes_only_what_differs() -> None:
+    cache = WatchCache()
+    kube = FakeApi(cache)
+    kube.apply(config_map("one"))
+    assert kube.requests == ["GET", "PATCH"]  # absent: applied
+    path = "/api/v1/namespaces/team-a/configmaps/agent"
+    cache.seen_child(kube.store[path])  # the watch reports our write
+    kube.requests.clear()
+    kube.apply(config_map("one"))
+    assert kube.requests == []  # unchanged and watched: no request at all
+    live = kube.store[path]
+    live["metadata"]["labels"]["added-by"] = "someone-else"
+    live["status"] = {"x": 1}
+    cache.seen_child(live)
+    kube.apply(config_map("one"))
+    assert kube.requests == ["GET"]  # changed, but not in what the operator owns: read only
+    kube.requests.clear()
+    kube.apply(config_map("two"))
+    assert kube.requests == ["GET", "PATCH"]  # the desired state moved: written
+    cache.seen_child(kube.store[path])
+    kube.store[path]["data"]["config"] = "edited by hand"
+    cache.seen_child(kube.store[path])
+    kube.requests.clear()
+    kube.apply(config_map("two"))
+    assert kube.requests == ["GET", "PATCH"]  # a field it owns was edited: put back
+    assert kube.store[path]["data"]["config"] == "two"
+    cache.gone_child(kube.store.pop(path))
+    kube.requests.clear()
+    kube.apply(config_map("two"))
+    assert kube.requests == ["GET", "PATCH"]  # deleted: put back
+    assert kube.metrics.total_writes() == 4
+
+
+def test_a_restarted_applier_reads_once_and_writes_nothing_when_converged() -> None:
+    first = FakeApi(WatchCache())
+    first.apply(config_map("one"))
+    restarted = FakeApi(WatchCache())
+    restarted.store = first.store
+    restarted.apply(config_map("one"))
+    assert restarted.requests == ["GET"]
+    assert restarted.metrics.total_writes() == 0
+
+
+def test_covers_compares_owned_fields_only() -> None:
+    assert covers({"a": 1, "b": [{"c": "d"}]}, {"a": 1, "b": [{"c": "d", "e": 2}], "f": 3})
+    assert not covers({"b": [{"c": "d"}]}, {"b": [{"c": "d"}, {"c": "x"}]})
+    assert covers({"gpu": 1}, {"gpu": "1"})  # the apiserver returns quantities as strings
+    assert not covers({"gpu": 2}, {"gpu": "1"})
+    assert not covers({"a": "1"}, {"a": 1})
+    assert not covers({"a": True}, {"a": 1})
+    assert not covers({"a": 1}, {})
+
+
+# -- the ToolBinding cache -----------------------------------------------------------------------
+
+
+def binding(name: str, version: int, namespace: str = NS) -> dict[str, Any]:
+    return {
+        "kind": "ToolBinding",
+        "metadata": {"namespace": namespace, "name": name, "resourceVersion": str(version)},
+        "spec": {"agentRef": {"name": "contracts"}},
+    }
+
+
+def names(cache: WatchCache, namespace: str = NS) -> list[str] | None:
+    found = cache.bodies("ToolBinding", namespace)
+    return None if found is None else sorted(b["metadata"]["name"] for b in found)
+
+
+def test_bindings_are_served_only_after_a_real_list_and_follow_the_events() -> None:
+    cache = WatchCache()
+    cache.keep("ToolBinding", binding("a", 5), deleted=False)
+    assert names(cache) is None  # the events alone may not have shown everything yet
+    cache.relisted("ToolBinding", NS, [binding("a", 5), binding("b", 6)], "10")
+    assert names(cache) == ["a", "b"]
+    assert names(cache, "elsewhere") is None  # a namespace no list covered
+    cache.keep("ToolBinding", binding("c", 11), deleted=False)
+    cache.keep("ToolBinding", binding("b", 12), deleted=True)
+    assert names(cache) == ["a", "c"]
+
+
+def test_a_relist_drops_what_a_missed_delete_left_and_never_brings_back_a_deleted_one() -> None:
+    cache = WatchCache()
+    cache.relisted("ToolBinding", NS, [binding("a", 5), binding("b", 6)], "10")
+    cache.keep("ToolBinding", binding("late", 21), deleted=False)  # after the next list's version
+    cache.keep("ToolBinding", binding("a", 19), deleted=True)  # deleted after that list was taken
+    # a list at version 20: "b" is gone (its DELETED event was missed), "a" still listed
+    cache.relisted("ToolBinding", NS, [binding("a", 5)], "20")
+    assert names(cache) == ["late"]
+    cache.relisted("ToolBinding", NS, [], "30")
+    assert names(cache) == []
+
+
+def test_the_reconcilers_lists_of_bindings_come_from_the_cache_once_listed() -> None:
+    cache = WatchCache()
+    kube = FakeApi(cache)
+    path = "/apis/sleuth.dev/v1alpha1/namespaces/team-a/toolbindings"
+    kube.store[path] = {"metadata": {"resourceVersion": "7"}, "items": [binding("a", 5)]}
+    assert kube.list(TOOL_BINDING, NS) == [binding("a", 5)]
+    assert kube.requests == ["GET"]  # not yet listed into the cache: a real list
+    items, version = kube.list_at(TOOL_BINDING, NS)
+    cache.relisted("ToolBinding", NS, items, version)
+    kube.requests.clear()
+    assert kube.list(TOOL_BINDING, NS) == [binding("a", 5)]
+    assert kube.requests == []
