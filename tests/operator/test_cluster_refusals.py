@@ -373,7 +373,12 @@ def test_a_full_service_ip_range_is_reported_and_retried(
         )
         assert "Service late-agent:" in cond["message"]
         assert "range is full (retried)" in cond["message"]
-        assert _get(kube, namespace, "deployment/late-agent")  # the others are applied
+        # The others are applied (the agent Deployment once its first-rollout hold ends).
+        eventually(
+            lambda: _get(kube, namespace, "deployment/late-agent"),
+            timeout=60,
+            what="the agent Deployment applied beside the refused Service",
+        )
         kube.kubectl(
             "delete", "service", "filler-0", "filler-1", "-n", f"{namespace}-fill", "--wait"
         )
