@@ -332,6 +332,13 @@ def _s(value: float | None, unit: str = " s") -> str:
     return "not reached" if value is None else f"{value:.1f}{unit}"
 
 
+def _per_minute(window: dict[str, Any]) -> str:
+    """A counted window's write rate and what it was made of."""
+    return (
+        f"{window.get('per_minute', float('nan')):.1f} ({window.get('breakdown', 'not counted')})"
+    )
+
+
 def _exit(seconds: float | None, args: argparse.Namespace) -> str:
     return f"> {args.term_timeout:.0f} s (killed)" if seconds is None else f"{seconds:.1f} s"
 
@@ -371,7 +378,7 @@ def table(r: dict[str, Any], args: argparse.Namespace) -> str:
         rows += [
             (
                 f"converged: writes/min over {q['seconds']:.0f} s (target 0)",
-                f"{q.get('per_minute', float('nan')):.1f} ({q.get('breakdown', 'not counted')})",
+                _per_minute(q),
             ),
             ("converged: operator CPU s/min", f"{q['cpu_s'] * 60 / max(q['seconds'], 1e-9):.1f}"),
             ("operator peak RSS", f"{q['peak_rss_mib']:.0f} MiB"),
@@ -382,7 +389,7 @@ def table(r: dict[str, Any], args: argparse.Namespace) -> str:
         rows += [
             (
                 f"after restart: writes/min over {s['seconds']:.0f} s",
-                f"{s.get('per_minute', float('nan')):.1f} ({s.get('breakdown', 'not counted')})",
+                _per_minute(s),
             ),
             ("after restart: CPU s, peak RSS", f"{s['cpu_s']:.1f} s, {s['peak_rss_mib']:.0f} MiB"),
             ("after restart: still Ready", f"{s['ready_after']} of {args.agents * 4}"),
