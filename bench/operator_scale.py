@@ -16,7 +16,10 @@ ServiceAccounts), then, in one run:
    token; the same N AgentDeployments and 3N ToolBindings applied; time until all of them are
    ``Ready=True`` at their generation. The ratio operator / bare is the headline (target ≤ 1.25).
 3. **Converged.** Write requests the apiserver received from the operator during a quiet window
-   (target 0 per minute), the operator's CPU seconds and peak RSS (/proc).
+   (target 0 per minute), the operator's CPU seconds and peak RSS (/proc); then its next resync
+   pass (``--resync-pass-timeout``, 0: skip): CPU and wall seconds of reconciling every object
+   once with nothing to change, and the writes it made (target 0). The converged idle cost at the
+   shipped resync period is the quiet rate plus one pass per period.
 4. **Restart.** SIGTERM (time to exit), a new operator process, its writes in the first minutes.
 5. SIGTERM again (time to exit), then the cluster is stopped (unless ``--keep-cluster``).
 
@@ -52,6 +55,7 @@ from scale_kit import (
     cpu_seconds,
     peak_rss_mib,
     rendered_children,
+    resync_pass,
 )
 
 from sleuth.core.errors import KubeRetryable
@@ -304,6 +308,15 @@ def run(cluster: Cluster, args: argparse.Namespace, budget: Budget) -> dict:
             "cpu_s": cpu_after - cpu_before,
             "peak_rss_mib": rss,
         }
+        if args.resync_pass_timeout > 0 and operator.proc is not None:
+            note("operator: waiting for its next resync pass")
+            timeout = budget.cap(args.resync_pass_timeout)
+            found = resync_pass(log, operator.proc.pid, timeout)
+            if found.get("started_at") and found.get("wall_s") is not None:
+                window = (found["started_at"], found["started_at"] + found["wall_s"] + 5)
+                found["writes"] = (count(audit, "operator", *window) or {}).get("writes")
+            result["resync"] = found
+            note(f"operator: resync pass {json.dumps(found)}")
         result["exit_after_sigterm_s"] = operator.terminate(args.term_timeout)
 
         note(f"operator: exited {result['exit_after_sigterm_s']} s after SIGTERM; restarting")
@@ -384,6 +397,19 @@ def table(r: dict[str, Any], args: argparse.Namespace) -> str:
             ("operator peak RSS", f"{q['peak_rss_mib']:.0f} MiB"),
             ("exit after SIGTERM (converged)", _exit(r.get("exit_after_sigterm_s"), args)),
         ]
+    if r.get("resync"):
+        p, period = r["resync"], args.resync_period
+        idle = r["quiet"]["cpu_s"] * 60 / max(r["quiet"]["seconds"], 1e-9)
+        rows += [
+            (
+                f"one resync pass ({p.get('objects')} objects): CPU / wall / writes",
+                f"{p['cpu_s']:.1f} s / {_s(p.get('wall_s'))} / {p.get('writes')}",
+            ),
+            (
+                f"converged CPU s/min with a pass every {period:.0f} s",
+                f"{idle + p['cpu_s'] * 60 / period:.1f}",
+            ),
+        ]
     if "restart" in r:
         s = r["restart"]
         rows += [
@@ -421,6 +447,18 @@ def main() -> int:
     parser.add_argument("--operator-warmup", type=float, default=5, help="start → first apply (s)")
     parser.add_argument("--settle-seconds", type=float, default=10, help="Ready → quiet window")
     parser.add_argument("--quiet-seconds", type=float, default=120, help="converged window (s)")
+    parser.add_argument(
+        "--resync-pass-timeout",
+        type=float,
+        default=360,
+        help="after the quiet window, wait this long for a resync pass to measure (0: skip)",
+    )
+    parser.add_argument(
+        "--resync-period",
+        type=float,
+        default=300,
+        help="the operator's --resync-seconds (its default unless --operator-arg says otherwise)",
+    )
     parser.add_argument("--restart-seconds", type=float, default=120, help="after restart (s)")
     parser.add_argument("--term-timeout", type=float, default=180, help="SIGTERM → SIGKILL (s)")
     parser.add_argument("--budget-seconds", type=float, default=3600, help="the whole run (s)")

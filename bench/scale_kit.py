@@ -280,6 +280,37 @@ def peak_rss_mib(pid: int) -> float:
     return 0.0
 
 
+def resync_pass(log: Path, pid: int, timeout: float, quiet_cpu: float = 0.05) -> dict[str, Any]:
+    """Wait (at most ``timeout`` s) for the operator's next resync (its ``resync: N objects``
+    log line), then for the pass to end (CPU below ``quiet_cpu`` s per s over 3 s); its CPU
+    seconds, wall seconds and object count. ``{}`` when no pass started in time."""
+
+    def passes() -> list[str]:
+        return [ln for ln in log.read_text(errors="replace").splitlines() if "resync: " in ln]
+
+    before, deadline = len(passes()), time.monotonic() + timeout
+    while len(passes()) == before:
+        if time.monotonic() > deadline:
+            return {}
+        time.sleep(0.5)
+    started, cpu0 = time.monotonic(), cpu_seconds(pid)
+    words = passes()[before].split("resync: ", 1)[1].split()
+    samples = [(started, cpu0)]
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        samples.append((time.monotonic(), cpu_seconds(pid)))
+        old = [s for s in samples if s[0] <= samples[-1][0] - 3.0]
+        if old and (samples[-1][1] - old[-1][1]) / (samples[-1][0] - old[-1][0]) < quiet_cpu:
+            end = old[-1]  # the pass ended before the quiet seconds
+            return {
+                "cpu_s": end[1] - cpu0,
+                "wall_s": end[0] - started,
+                "objects": int(words[0]) if words and words[0].isdigit() else None,
+                "started_at": time.time() - (time.monotonic() - started),
+            }
+    return {"cpu_s": cpu_seconds(pid) - cpu0, "wall_s": None, "objects": None}
+
+
 # --- the workload -----------------------------------------------------------------------------
 
 TOOLS: dict[str, dict[str, Any]] = {

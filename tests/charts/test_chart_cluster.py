@@ -110,7 +110,7 @@ def test_install_upgrade_uninstall(kube: Any, namespace: str) -> None:
     for pod in second:
         args = pod["spec"]["containers"][OPERATOR_CONTAINER]["args"]
         assert "--resync-seconds=45" in args
-        assert "--resync-seconds=30" not in args
+        assert "--resync-seconds=300" not in args
     replicasets = get(
         kube, "replicasets", "-n", namespace, "-l", "app.kubernetes.io/component=operator"
     )

@@ -1,5 +1,6 @@
 """spec.agent.tracing over the operator's default (the chart's tracing values): the OTEL_*
-environment of the agent and tool-service containers, and the refusals of bad settings."""
+environment of the agent, tool-service and scheduled-eval containers, and the refusals of bad
+settings."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import jsonschema
 import pytest
 import yaml
 
-from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
+from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, EvalScheduleSpec, ToolBindingSpec
 from sleuth.core.api.v1alpha1.tracing import TracingSpec
 from sleuth.operator.reconcile_tool import agent_tracing
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.agent import render_agent
+from sleuth.operator.render.evalschedule import EvalTarget, render_eval_cronjob
 from sleuth.operator.render.tool import render_tool
 from sleuth.operator.render.tracing import TracingDefaults
 from tests.support.paths import CRDS
@@ -21,6 +23,7 @@ from tests.support.paths import CRDS
 pytestmark = pytest.mark.unit
 
 OWNER = Owner(kind="AgentDeployment", name="contracts", namespace="team-a", uid="uid-1")
+EVAL_OWNER = Owner(kind="EvalSchedule", name="weekly", namespace="team-a", uid="uid-3")
 TOOL_OWNER = Owner(kind="ToolBinding", name="contracts-sql", namespace="team-a", uid="uid-2")
 MODEL = {"endpoint": "http://llama.models:8080/v1", "servedModelName": "qwen"}
 COLLECTOR = "http://otel-collector.observability:4318"
@@ -218,3 +221,39 @@ def test_the_checked_in_crd_carries_the_same_bounds(tracing: dict[str, Any], ok:
     tests/operator/test_cluster_invalid.py) agrees with the model."""
     errors = list(jsonschema.Draft7Validator(_crd_schema()).iter_errors(tracing))
     assert (not errors) is ok, errors
+
+
+def _eval_env(tracing: dict[str, Any] | None, settings: RenderSettings) -> dict[str, Any]:
+    spec = EvalScheduleSpec.model_validate(
+        {
+            "agentRef": {"name": "contracts"},
+            "schedule": "0 3 * * 1",
+            "dataset": {"configMapRef": {"name": "golden", "key": "golden.jsonl"}},
+            "metrics": ["faithfulness", "toolSelectionAccuracy"],
+        }
+    )
+    target = EvalTarget(
+        agent="contracts",
+        model_endpoint=MODEL["endpoint"],
+        model="qwen",
+        tracing=TracingSpec.model_validate(tracing) if tracing is not None else None,
+    )
+    cronjob = render_eval_cronjob(EVAL_OWNER, spec, target, settings)
+    pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    ragas, tsa = pod["containers"]
+    assert _otel(_env(tsa)) == {}  # the TSA container asks the model only: no trace to join
+    return _otel(_env(ragas))
+
+
+def test_a_scheduled_eval_traces_when_its_agent_does_and_records_every_question() -> None:
+    assert _eval_env(None, RenderSettings()) == {}
+    assert _eval_env({"samplingRatio": 0}, _settings(endpoint=COLLECTOR)) == {}
+    env = _eval_env({"endpoint": JAEGER, "captureContent": True}, _settings(sampling_ratio=0.1))
+    assert env == {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": JAEGER,
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        "OTEL_SERVICE_NAME": "sleuth-eval-weekly",
+        "OTEL_RESOURCE_ATTRIBUTES": "k8s.namespace.name=team-a",
+        "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+        "OTEL_TRACES_SAMPLER_ARG": "1",  # a run asks few questions: every one is recorded
+    }

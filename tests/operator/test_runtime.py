@@ -12,13 +12,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from sleuth.core.errors import KubeRejected, KubeRetryable
-from sleuth.core.kube import TOOL_BINDING
+from sleuth.core.kube import CONFIG_MAP, TOOL_BINDING
 from sleuth.operator.applier import OperatorKube, covers
 from sleuth.operator.evalmetrics import EvalMetrics
 from sleuth.operator.metrics import OperatorMetrics
-from sleuth.operator.reconcile_common import Context
+from sleuth.operator.reconcile_common import Context, prune
+from sleuth.operator.render.meta import MANAGED_BY, Owner
 from sleuth.operator.runtime import LoopSettings, Runtime
-from sleuth.operator.watchcache import WatchCache
+from sleuth.operator.watchcache import WatchCache, matches
 from sleuth.operator.workqueue import Backoff
 
 pytestmark = pytest.mark.unit
@@ -185,6 +186,9 @@ class FakeApi(OperatorKube):
         self.requests.append(method)
         if method == "GET":
             return copy.deepcopy(self.store.get(path))
+        if method == "DELETE":
+            self.store.pop(path, None)
+            return None
         assert method == "PATCH"
         assert content_type == "application/apply-patch+yaml"
         self.version += 1
@@ -310,3 +314,63 @@ def test_the_reconcilers_lists_of_bindings_come_from_the_cache_once_listed() -> 
     kube.requests.clear()
     assert kube.list(TOOL_BINDING, NS) == [binding("a", 5)]
     assert kube.requests == []
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("app=agent", True),
+        ("app==agent,tier=web", True),
+        ("app=model", False),
+        ("app!=model", True),
+        ("app in (model,agent),tier", True),
+        ("app notin (model, agent)", False),
+        ("!owner", True),
+        ("!tier", False),
+        ("missing", False),
+        ("version>2", None),  # a form it does not read: the caller lists for real
+    ],
+)
+def test_label_selectors_are_read_as_the_apiserver_reads_them(
+    selector: str, expected: bool | None
+) -> None:
+    assert matches(selector, {"app": "agent", "tier": "web"}) is expected
+
+
+def owned_map(name: str, owner: str, component: str) -> dict[str, Any]:
+    obj = config_map("x")
+    obj["metadata"] |= {
+        "name": name,
+        "uid": f"u-{name}",
+        "labels": {
+            "app.kubernetes.io/instance": "docs",
+            "app.kubernetes.io/component": component,
+            "app.kubernetes.io/managed-by": MANAGED_BY,
+        },
+        "ownerReferences": [{"uid": owner, "controller": True}],
+    }
+    return obj
+
+
+def test_pruning_reads_the_owners_children_from_the_watch_cache() -> None:
+    cache = WatchCache()
+    kube = FakeApi(cache)
+    for obj in (
+        owned_map("docs-agent", "uid-docs", "agent"),
+        owned_map("docs-old", "uid-docs", "agent"),
+        owned_map("docs-model", "uid-docs", "model"),  # another selector's
+        owned_map("other-agent", "uid-other", "agent"),  # another owner's
+    ):
+        kube.store[f"/api/v1/namespaces/{NS}/configmaps/{obj['metadata']['name']}"] = obj
+        cache.seen_child(obj)
+    owner = Owner("AgentDeployment", "docs", NS, "uid-docs")
+    selector = "app.kubernetes.io/instance=docs,app.kubernetes.io/component in (agent)"
+    removed = prune(kube, owner, [CONFIG_MAP], selector, {("ConfigMap", "docs-agent")})
+    assert removed == ["ConfigMap/docs-old"]
+    assert kube.requests == ["DELETE"]  # no list: the children came from the cache
+    [kept] = cache.owned("uid-docs", "v1", "ConfigMap", NS, selector) or []
+    assert kept["metadata"]["name"] == "docs-agent"
+    # a selector the cache cannot read: a real list, filtered by owner
+    kube.requests.clear()
+    assert kube.owned(CONFIG_MAP, NS, "version>2", "uid-docs") == []
+    assert kube.requests == ["GET"]

@@ -89,6 +89,7 @@ class SpanView:
     attributes: dict[str, Any]
     events: list[dict[str, Any]]  # each: {"name": ..., **attributes}
     duration_us: int
+    links: tuple[tuple[str, str], ...] = ()  # (trace id, span id) of each span it links to
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,9 @@ def parse_trace(data: dict[str, Any]) -> TraceView:
     spans = []
     for span in data.get("spans", []):
         tags = _tags(span.get("tags", []))
-        parents = [r["spanID"] for r in span.get("references", []) if r["refType"] == "CHILD_OF"]
+        refs = span.get("references", [])
+        parents = [r["spanID"] for r in refs if r["refType"] == "CHILD_OF"]
+        links = tuple((r["traceID"], r["spanID"]) for r in refs if r["spanID"] not in parents[:1])
         spans.append(
             SpanView(
                 name=span["operationName"],
@@ -137,6 +140,7 @@ def parse_trace(data: dict[str, Any]) -> TraceView:
                 attributes=tags,
                 events=[_tags(log.get("fields", [])) for log in span.get("logs", [])],
                 duration_us=int(span.get("duration", 0)),
+                links=links,
             )
         )
     return TraceView(trace_id=data["traceID"], spans=spans, raw=data)

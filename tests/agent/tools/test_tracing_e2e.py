@@ -7,13 +7,18 @@ scripted model server over HTTP. The test sends the seed question, takes the tra
 answers with, and reads the trace back through Jaeger's query API: the span tree
 (``invoke_agent`` → ``chat`` ×3, ``execute_tool`` ×2 → the tool services' ``tool`` spans, in
 other processes), the attributes an SRE reads (tokens, finish reasons, tool status, guard
-verdict, rows, retrieved chunk ids), and the trace id in the agent's request log line.
+verdict, rows, retrieved chunk ids), and the trace id in the agent's request log line. Then a
+scheduled eval's run (``sleuth eval ragas --agent-url``, a traced process too): its question's
+trace holds the agent's request and the judge's score.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,9 +26,12 @@ from typing import Any
 import pytest
 
 from sleuth.agent.sample.contracts import SEED_QUESTION
+from sleuth.core.jsonl import dump_jsonl
 from sleuth.core.names import TRACE_ID_HEADER
+from sleuth.evals.golden.cases import GoldenCase
 from sleuth.scripted import Scenario, ScriptedServer
 from tests.agent.agent_process import AgentProcess
+from tests.agent.test_online_eval import judge_rules
 from tests.agent.tools.service_process import ServiceProcess, sql_binding, vector_binding
 from tests.support.jaeger import Jaeger, SpanView
 from tests.support.seed import SEED_ANSWER, seed_rules
@@ -153,3 +161,59 @@ def test_one_request_is_one_trace_across_agent_and_tool_services(
     assert parents == {c.span_id for c in chats}
     assert f"trace_id={trace_id}" in traced_agent.output()
     assert trace_id in [t.trace_id for t in jaeger.traces(f"sleuth-agent-{AGENT}")]
+
+
+def test_an_eval_run_puts_each_question_and_its_scores_on_the_agents_trace(
+    jaeger: Jaeger, scripted: ScriptedServer, traced_agent: AgentProcess, tmp_path: Path
+) -> None:
+    """``sleuth eval ragas --agent-url`` as a traced process: each golden question is a trace of
+    its own (``eval_case``), the agent's request and the tool services' spans join it, and the
+    judge's score hangs on it — the row's ``traceId`` leads there from the report."""
+    scripted.set_scenario(Scenario(rules=[*seed_rules(), *judge_rules(supported=1)]))
+    case = GoldenCase(
+        id="seed-1", question=SEED_QUESTION, reference="47", stratum="easy", split="dev"
+    )
+    golden = tmp_path / "golden.jsonl"
+    dump_jsonl([case], golden)
+    out = tmp_path / "result.json"
+    env = {**os.environ, **_otel(jaeger)}
+    env.pop("OTEL_SERVICE_NAME", None)  # the default: sleuth-eval
+    cmd = [sys.executable, "-c", "from sleuth.core.cli import main; raise SystemExit(main())"]
+    cmd += ["eval", "ragas", "--golden", str(golden), "--agent-url", traced_agent.url]
+    cmd += ["--judge-url", scripted.url, "--judge-model", "scripted", "--metrics", "faithfulness"]
+    cmd += ["--out", str(out), "--no-progress", "--run-id", "nightly-1"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr  # 0.25 misses the default threshold
+    [row] = json.loads(out.read_text())["rows"]
+    assert row["scores"]["faithfulness"] == pytest.approx(0.25)
+    trace_id = row["traceId"]
+    assert trace_id
+
+    # eval_case + evaluate, and the agent's 8 spans (root, 3 chat, 2 execute_tool, 2 tool)
+    trace = jaeger.wait_trace(trace_id, spans=10, timeout=60)
+    question = trace.one("eval_case seed-1")
+    assert question.parent_id is None
+    assert (question.service, question.kind) == ("sleuth-eval", "client")
+    assert question.attributes["sleuth.eval.case.id"] == "seed-1"
+    below = {s.name: s for s in trace.children(question)}
+    agent = below[f"invoke_agent {AGENT}"]
+    assert agent.service == f"sleuth-agent-{AGENT}"
+    assert {s.name for s in trace.children(agent)} >= {
+        "execute_tool sql_query",
+        "execute_tool vector_search",
+    }
+    assert [s.service for s in trace.spans if s.name == "tool sql_query"] == ["sleuth-tool-sql"]
+    score = below["evaluate faithfulness"]
+    assert score.attributes["sleuth.eval.score.faithfulness"] == pytest.approx(0.25)
+    assert score.events[0]["gen_ai.evaluation.score.value"] == pytest.approx(0.25)
+
+    # the run's own span, which every question's span links to
+    [run] = [
+        t
+        for t in jaeger.traces("sleuth-eval")
+        if any(s.name == "eval ragas golden" for s in t.spans)
+    ]
+    span = run.one("eval ragas golden")
+    assert span.attributes["sleuth.eval.run_id"] == "nightly-1"
+    assert span.attributes["sleuth.eval.cases"] == 1
+    assert (run.trace_id, span.span_id) in question.links

@@ -32,7 +32,6 @@ import logging
 import os
 import random
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,6 +40,7 @@ from opentelemetry import trace as otel
 from sleuth.agent.metrics import OnlineEvalMetrics
 from sleuth.agent.trace import Trace
 from sleuth.core.api.agent_config import AgentConfig
+from sleuth.core.spans import ONLINE_SCORE_PREFIX, evaluation_span, record_failure, record_score
 
 if TYPE_CHECKING:
     from sleuth.scoring.judge import JudgeBundle, JudgeConfig
@@ -50,6 +50,8 @@ log = logging.getLogger("sleuth.agent.online_eval")
 
 
 """A ``/v1/query`` request carrying this header (the scheduled eval's) is never sampled."""
+
+ONLINE_ERROR = f"{ONLINE_SCORE_PREFIX}error"
 
 METRICS = ("faithfulness", "answer_relevancy")
 """Metrics scored online: the two that need no reference answer."""
@@ -95,43 +97,6 @@ def trace_parent(trace_id: str | None) -> tuple[str | None, otel.SpanContext | N
         trace_flags=otel.TraceFlags(otel.TraceFlags.SAMPLED),
     )
     return trace_id, parent
-
-
-@contextlib.contextmanager
-def evaluation_span(
-    tracer: otel.Tracer, metric: str, parent: otel.SpanContext | None
-) -> Iterator[otel.Span | None]:
-    """The span ``evaluate <metric>`` under ``parent``; None (no span) without a parent."""
-    if parent is None:
-        yield None
-        return
-    context = otel.set_span_in_context(otel.NonRecordingSpan(parent))
-    with tracer.start_as_current_span(
-        f"evaluate {metric}",
-        context=context,
-        kind=otel.SpanKind.INTERNAL,
-        attributes={"gen_ai.evaluation.name": metric},
-        record_exception=False,
-    ) as span:
-        yield span
-
-
-def record_score(span: otel.Span | None, metric: str, value: float) -> None:
-    """The score on its evaluation span: attribute ``sleuth.online.<metric>`` and the GenAI
-    ``gen_ai.evaluation.result`` event."""
-    if span is None:
-        return
-    span.set_attribute(f"sleuth.online.{metric}", value)
-    span.add_event(
-        "gen_ai.evaluation.result",
-        {"gen_ai.evaluation.name": metric, "gen_ai.evaluation.score.value": value},
-    )
-
-
-def record_failure(span: otel.Span | None, reason: str) -> None:
-    if span is not None:
-        span.set_attribute("sleuth.online.error", reason)
-        span.set_status(otel.Status(otel.StatusCode.ERROR, reason))
 
 
 def judge_config(config: AgentConfig) -> JudgeConfig:
@@ -273,7 +238,7 @@ class OnlineEvaluator:
             value = await self._judge(metric, sample, span)
             if value is None:
                 return
-            record_score(span, metric, value)
+            record_score(span, ONLINE_SCORE_PREFIX, metric, value)
         window = self.windows[metric]
         window.append(value)
         self.metrics.scored.labels(self.agent, metric).inc()
@@ -309,7 +274,7 @@ class OnlineEvaluator:
 
     def _error(self, metric: str, reason: str, detail: str, span: otel.Span | None = None) -> None:
         self.metrics.errors.labels(self.agent, metric, reason).inc()
-        record_failure(span, reason)
+        record_failure(span, ONLINE_ERROR, reason)
         log.warning("online eval of %s failed (%s): %s", metric, reason, detail[:300])
 
 

@@ -214,6 +214,17 @@ class Kube:
         not exist."""
         return self._request("GET", resource.path(namespace, name, sub))
 
+    def owned(
+        self, resource: Resource, namespace: str, label_selector: str, owner_uid: str
+    ) -> list[dict[str, Any]]:
+        """The objects of ``namespace`` that ``label_selector`` selects and an ownerReference
+        ties to ``owner_uid`` (the children an owner may prune)."""
+        return [
+            obj
+            for obj in self.list(resource, namespace, label_selector)
+            if any(r.get("uid") == owner_uid for r in obj["metadata"].get("ownerReferences") or [])
+        ]
+
     def list(
         self, resource: Resource, namespace: str | None, label_selector: str | None = None
     ) -> list[dict[str, Any]]:

@@ -4,6 +4,12 @@ One home for the names every package writes on spans or reads back (the agent, t
 services, the evals, the tests that read traces from the backend), and the ``chat`` span of a
 model call, which the one model client (:mod:`sleuth.core.llm`) opens and fills.
 
+A trace of one agent request (and, when ``sleuth eval`` asked it, the eval's spans around it)::
+
+    eval_case <case id>         CLIENT, sleuth eval: one golden question (a link to its run's span)
+    ├── invoke_agent <agent>    ...the agent's request below, in the agent's process
+    └── evaluate <metric>       INTERNAL, sleuth eval: one score of the answer
+
 A trace of one agent request::
 
     invoke_agent <agent>        SERVER, the agent (root, or child of the client's traceparent)
@@ -21,7 +27,16 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    Tracer,
+    set_span_in_context,
+)
 
 if TYPE_CHECKING:
     from sleuth.core.tracing import Tracing
@@ -70,11 +85,28 @@ VECTOR_HITS = "sleuth.vector.hits"
 VECTOR_TOP_K = "sleuth.vector.top_k"
 ONLINE_SCORE_PREFIX = "sleuth.online."
 """``sleuth.online.<metric>``: an online score recorded on the trace of the request it scored."""
+EVAL_SCORE_PREFIX = "sleuth.eval.score."
+"""``sleuth.eval.score.<metric>``: a scheduled eval's score, on its golden question's trace."""
+EVAL_KIND = "sleuth.eval.kind"
+EVAL_AGENT = "sleuth.eval.agent"
+EVAL_DATASET = "sleuth.eval.dataset"
+EVAL_SPLIT = "sleuth.eval.split"
+EVAL_RUN_ID = "sleuth.eval.run_id"
+EVAL_CASES = "sleuth.eval.cases"
+EVAL_CASE_ID = "sleuth.eval.case.id"
+EVAL_CASE_STRATUM = "sleuth.eval.case.stratum"
+EVALUATION_NAME = "gen_ai.evaluation.name"
+EVALUATION_SCORE = "gen_ai.evaluation.score.value"
+EVALUATION_RESULT = "gen_ai.evaluation.result"
+"""The GenAI conventions' event carrying one evaluation's name and score."""
 
 INVOKE_AGENT = "invoke_agent"
 CHAT = "chat"
 EXECUTE_TOOL = "execute_tool"
 TOOL_SERVICE = "tool"
+EVALUATE = "evaluate"
+EVAL_CASE = "eval_case"
+EVAL_RUN = "eval"
 
 
 def content_json(value: Any) -> str:
@@ -123,3 +155,38 @@ def chat_span(
         except BaseException as exc:
             fail(span, exc, str(exc)[:300] or None)
             raise
+
+
+@contextmanager
+def evaluation_span(
+    tracer: Tracer, metric: str, parent: SpanContext | None
+) -> Iterator[Span | None]:
+    """The active span ``evaluate <metric>`` under ``parent`` (a span that may have ended, even
+    in another process); None, and no span, without a parent."""
+    if parent is None:
+        yield None
+        return
+    with tracer.start_as_current_span(
+        f"{EVALUATE} {metric}",
+        context=set_span_in_context(NonRecordingSpan(parent)),
+        kind=SpanKind.INTERNAL,
+        attributes={EVALUATION_NAME: metric},
+        record_exception=False,
+    ) as span:
+        yield span
+
+
+def record_score(span: Span | None, prefix: str, metric: str, value: float) -> None:
+    """A score on its evaluation span: the attribute ``<prefix><metric>`` and the GenAI
+    ``gen_ai.evaluation.result`` event."""
+    if span is None:
+        return
+    span.set_attribute(f"{prefix}{metric}", value)
+    span.add_event(EVALUATION_RESULT, {EVALUATION_NAME: metric, EVALUATION_SCORE: value})
+
+
+def record_failure(span: Span | None, attribute: str, reason: str) -> None:
+    """An evaluation that gave no score: ``attribute`` holds the reason, status ERROR."""
+    if span is not None:
+        span.set_attribute(attribute, reason)
+        span.set_status(Status(StatusCode.ERROR, reason))

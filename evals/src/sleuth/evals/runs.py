@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sleuth.core.errors import SleuthError
 from sleuth.evals.errors import EvalError
+
+if TYPE_CHECKING:
+    from sleuth.evals.tracing import EvalTrace
 
 EXIT_OK, EXIT_GATE, EXIT_INPUT, EXIT_STATUS = 0, 1, 2, 3
 
@@ -287,6 +291,27 @@ async def _tsa_with_agent_client(args: argparse.Namespace, cases: Any, specs: An
 
 @guarded
 def run_ragas(args: argparse.Namespace) -> int:
+    """The RAGAS run, traced when the ``OTEL_*`` variables say so (:mod:`sleuth.evals.tracing`)."""
+    from sleuth.core.tracing import TracingSettings, start_tracing
+    from sleuth.evals.tracing import EVAL_SERVICE, EvalTrace
+
+    tracing = start_tracing(TracingSettings.from_env(os.environ, EVAL_SERVICE))
+    trace = EvalTrace(tracing)
+    source = args.golden if args.agent_url else args.samples
+    labels = {
+        "agent": args.agent,
+        "dataset": args.dataset or (Path(source).stem if source else ""),
+        "split": args.split,
+        "run_id": getattr(args, "run_id", None) or "",
+    }
+    try:
+        with trace.run("ragas", labels):
+            return _ragas(args, trace)
+    finally:
+        tracing.shutdown()
+
+
+def _ragas(args: argparse.Namespace, trace: EvalTrace) -> int:
     from sleuth.evals.golden.manifest import guard_split
     from sleuth.evals.rag.runner import run_metrics
     from sleuth.evals.report.results import (
@@ -317,6 +342,7 @@ def run_ragas(args: argparse.Namespace) -> int:
             raise EvalError(f"{args.golden}: no cases in split {args.split!r}")
         if args.split != "dev":
             verify(load_golden(args.golden), args.golden)
+        trace.asking(len(cases))
         collected = asyncio.run(
             collect(
                 cases,
@@ -324,6 +350,7 @@ def run_ragas(args: argparse.Namespace) -> int:
                 concurrency=args.concurrency,
                 timeout_s=args.timeout,
                 progress=not args.no_progress,
+                trace=trace,
             )
         )
         if args.record:
@@ -365,7 +392,12 @@ def run_ragas(args: argparse.Namespace) -> int:
         bundle = build_judge(cfg)
         try:
             return await run_metrics(
-                rows, metrics, bundle, strictness=args.strictness, progress=not args.no_progress
+                rows,
+                metrics,
+                bundle,
+                strictness=args.strictness,
+                progress=not args.no_progress,
+                trace=trace,
             )
         finally:
             await bundle.aclose()

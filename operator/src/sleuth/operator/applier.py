@@ -14,6 +14,9 @@ write at all:
 
 A deleted child has no fingerprint and is absent when read, so it is applied again.
 
+The children an owner may prune come from the watch cache too (:meth:`OperatorKube.owned`), so
+a converged reconcile lists nothing.
+
 Lists of ToolBindings (every reconcile reads its namespace's) are served from the watch cache
 once a real list filled it (:meth:`OperatorKube.list_at`, at start and at each resync). Every write
 the reconcilers make goes through here and is counted in ``sleuth_operator_writes_total{verb}``
@@ -86,12 +89,33 @@ class OperatorKube(Kube):
         self._lock = threading.Lock()
 
     def list_at(
-        self, resource: Resource, namespace: str | None
+        self, resource: Resource, namespace: str | None, page: int = 250
     ) -> tuple[list[dict[str, Any]], str]:
-        """A real list (never the cache) and the collection's resourceVersion."""
-        found = self._request("GET", resource.path(namespace)) or {}
-        items: list[dict[str, Any]] = found.get("items", [])
-        return items, str((found.get("metadata") or {}).get("resourceVersion", ""))
+        """A real list (never the cache), ``page`` objects per request (one consistent
+        snapshot), and the collection's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        version, token = "", ""
+        while True:
+            query = [("limit", str(page))] + ([("continue", token)] if token else [])
+            found = self._request("GET", resource.path(namespace), query=query) or {}
+            items.extend(found.get("items", []))
+            meta = found.get("metadata") or {}
+            version = version or str(meta.get("resourceVersion", ""))
+            token = str(meta.get("continue") or "")
+            if not token:
+                return items, version
+
+    def owned(
+        self, resource: Resource, namespace: str, label_selector: str, owner_uid: str
+    ) -> list[dict[str, Any]]:
+        """An owner's children as the watch cache holds them (no request): a child not yet
+        reported is pruned at the reconcile its event then causes."""
+        found = self.cache.owned(
+            owner_uid, resource.api_version, resource.kind, namespace, label_selector
+        )
+        if found is None:
+            return super().owned(resource, namespace, label_selector, owner_uid)
+        return found
 
     def list(
         self, resource: Resource, namespace: str | None, label_selector: str | None = None
@@ -137,9 +161,11 @@ class OperatorKube(Kube):
         return super().merge_patch(manifest)
 
     def delete(self, resource: Resource, namespace: str, name: str, uid: str | None = None) -> None:
-        self._forget((resource.api_version, resource.kind, namespace, name))
+        key = (resource.api_version, resource.kind, namespace, name)
+        self._forget(key)
         self.metrics.wrote("delete", resource.kind)
         super().delete(resource, namespace, name, uid)
+        self.cache.forget_child(key)  # gone (or never there: a DELETED event the watch missed)
 
     def patch_status(
         self,

@@ -79,16 +79,17 @@ def bindings_for(objs: list[dict[str, Any]], agent: str) -> Bindings:
     accepted: list[Binding] = []
     refused: dict[str, str] = {}
     taken: dict[str, str] = {}
+    live = [
+        o
+        for o in objs
+        if not o["metadata"].get("deletionTimestamp")
+        and ((o.get("spec") or {}).get("agentRef") or {}).get("name") == agent
+    ]
     ordered = sorted(
-        objs, key=lambda o: (o["metadata"].get("creationTimestamp", ""), o["metadata"]["name"])
+        live, key=lambda o: (o["metadata"].get("creationTimestamp", ""), o["metadata"]["name"])
     )
     for obj in ordered:
         meta = obj["metadata"]
-        if (
-            meta.get("deletionTimestamp")
-            or (obj.get("spec") or {}).get("agentRef", {}).get("name") != agent
-        ):
-            continue
         try:
             spec = parse_binding(obj)
         except InvalidSpec as err:

@@ -179,8 +179,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--resync-seconds",
         type=float,
-        default=30.0,
-        help="period of the level-based resync of every object (default 30)",
+        default=300.0,
+        help="period of the level-based resync of every object (default 300): a safety net "
+        "for what no watch reports (a Secret, a pod that cannot be scheduled, a missed event); "
+        "every child kind is watched, so drift is repaired at its event, not at the resync",
     )
     parser.add_argument(
         "--workers",

@@ -148,10 +148,9 @@ def prune(
     """Delete children of ``owner`` matching ``selector`` that are not in ``keep`` (kind, name)."""
     removed = []
     for resource in resources:
-        for obj in kube.list(resource, owner.namespace, f"{selector},{MANAGED_LABEL}"):
+        for obj in kube.owned(resource, owner.namespace, f"{selector},{MANAGED_LABEL}", owner.uid):
             meta = obj["metadata"]
-            owned = any(r.get("uid") == owner.uid for r in meta.get("ownerReferences") or [])
-            if owned and (resource.kind, meta["name"]) not in keep:
+            if (resource.kind, meta["name"]) not in keep:
                 kube.delete(resource, owner.namespace, meta["name"], uid=meta.get("uid"))
                 removed.append(f"{resource.kind}/{meta['name']}")
     return removed

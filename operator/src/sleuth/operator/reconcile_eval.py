@@ -16,6 +16,7 @@ from typing import Any
 
 from sleuth.core.api.v1alpha1.common import SecretKeyRef
 from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleSpec
+from sleuth.core.api.v1alpha1.tracing import TracingSpec
 from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
     CONFIG_MAP,
@@ -86,12 +87,14 @@ def _target(agent: dict[str, Any], bindings: list[dict[str, Any]]) -> EvalTarget
     key = ((agent.get("spec") or {}).get("model") or {}).get("apiKeySecretRef")
     name = agent["metadata"]["name"]
     emb = retrieval_embedding(bindings_for(bindings, name).accepted)
+    tracing = ((agent.get("spec") or {}).get("agent") or {}).get("tracing")
     return EvalTarget(
         agent=name,
         model_endpoint=str(endpoint),
         model=str(model),
         model_api_key=SecretKeyRef.model_validate(key) if key else None,
         embeddings=EvalEmbeddings(emb.endpoint, emb.model) if emb is not None else None,
+        tracing=TracingSpec.model_validate(tracing) if tracing else None,
     )
 
 

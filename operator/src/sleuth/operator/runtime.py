@@ -55,7 +55,7 @@ class LoopSettings:
 
     kubeconfig: str | None = None
     namespaces: tuple[str, ...] = ()
-    resync_seconds: float = 30.0
+    resync_seconds: float = 300.0
     workers: int = 4
     shutdown_seconds: float = 10.0
     backoff: Backoff = field(default_factory=Backoff)

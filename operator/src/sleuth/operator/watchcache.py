@@ -1,5 +1,5 @@
 """What the watches have seen: the keys of every sleuth object, who names which agent, the
-ToolBindings themselves, and a fingerprint of every managed child.
+ToolBindings themselves, and a fingerprint, the labels and the owners of every managed child.
 
 kopf's event handlers feed it (:meth:`WatchCache.seen_object`, :meth:`WatchCache.seen_child`,
 :meth:`WatchCache.keep`); the handlers read the agent → ToolBindings and agent → EvalSchedules
@@ -7,7 +7,10 @@ maps from it instead of listing on every event, the resync enqueues its keys,
 :mod:`sleuth.operator.applier` compares a child's fingerprint with the one it last applied before
 writing, and serves the reconcilers' lists of ToolBindings from it once a real list has filled it
 (:meth:`WatchCache.relisted`, at start and at every resync, which also drops what a missed
-DELETED event left behind). Thread-safe: the event loop writes, worker threads read.
+DELETED event left behind). The reconcilers' lists of their own children (what they prune) are
+served from the children's labels and owners too (:meth:`WatchCache.children`): a child the
+watch has not reported yet is not pruned now, but its event then wakes its owner, whose next
+reconcile prunes it. Thread-safe: the event loop writes, worker threads read.
 """
 
 from __future__ import annotations
@@ -40,13 +43,79 @@ def child_key(obj: dict[str, Any]) -> ChildKey:
     return (str(obj["apiVersion"]), str(obj["kind"]), str(meta["namespace"]), str(meta["name"]))
 
 
+@dataclass(frozen=True)
+class SeenChild:
+    """A managed child as its watch last reported it: what pruning and the applier read."""
+
+    fingerprint: str
+    uid: str
+    labels: dict[str, str]
+    owners: tuple[str, ...]  # uids of its ownerReferences
+
+    def stub(self, namespace: str, name: str) -> dict[str, Any]:
+        """The child as a list item carrying only what :func:`prune` reads."""
+        return {
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "uid": self.uid,
+                "labels": dict(self.labels),
+                "ownerReferences": [{"uid": uid} for uid in self.owners],
+            }
+        }
+
+
+def matches(selector: str, labels: dict[str, str]) -> bool | None:
+    """Whether ``labels`` satisfy a label selector of equality (``k=v``, ``k!=v``), set
+    (``k in (a,b)``, ``k notin (a,b)``) and existence (``k``, ``!k``) requirements; None when
+    the selector has another form."""
+    for term in _terms(selector):
+        if " notin " in term or " in " in term:
+            key, op, rest = term.partition(" notin " if " notin " in term else " in ")
+            if not (rest.startswith("(") and rest.endswith(")")):
+                return None
+            values = {v.strip() for v in rest[1:-1].split(",")}
+            found = labels.get(key.strip())
+            if (found in values) != (op == " in "):
+                return False
+        elif "!=" in term:
+            key, _, value = term.partition("!=")
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif "=" in term:
+            key, _, value = term.partition("=")
+            if labels.get(key.strip()) != value.lstrip("=").strip():
+                return False
+        elif any(c in term for c in "()<> "):
+            return None
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+def _terms(selector: str) -> list[str]:
+    """The comma-separated requirements of a selector (commas inside parentheses kept)."""
+    terms, depth, start = [], 0, 0
+    for index, char in enumerate(selector):
+        depth += (char == "(") - (char == ")")
+        if char == "," and depth == 0:
+            terms.append(selector[start:index].strip())
+            start = index + 1
+    terms.append(selector[start:].strip())
+    return [t for t in terms if t]
+
+
 @dataclass
 class WatchCache:
     """Keys, references and child fingerprints, as the watches last reported them."""
 
     _objects: dict[str, dict[tuple[str, str], str | None]] = field(default_factory=dict)
     _naming: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
-    _children: dict[ChildKey, str] = field(default_factory=dict)
+    _children: dict[ChildKey, SeenChild] = field(default_factory=dict)
+    _owned: dict[str, set[ChildKey]] = field(default_factory=dict)  # owner uid -> children
     _bodies: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=dict)
     _listed: dict[str, set[str | None]] = field(default_factory=dict)
     _gone: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
@@ -141,18 +210,63 @@ class WatchCache:
             return [b for (ns, _), b in self._bodies.get(kind, {}).items() if ns == namespace]
 
     def seen_child(self, obj: dict[str, Any]) -> None:
-        digest = fingerprint(obj)
+        meta = obj.get("metadata") or {}
+        seen = SeenChild(
+            fingerprint=fingerprint(obj),
+            uid=str(meta.get("uid", "")),
+            labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+            owners=tuple(str(r.get("uid", "")) for r in meta.get("ownerReferences") or []),
+        )
+        key = child_key(obj)
         with self._lock:
-            self._children[child_key(obj)] = digest
+            self._unown(key)
+            self._children[key] = seen
+            for owner in seen.owners:
+                self._owned.setdefault(owner, set()).add(key)
 
     def gone_child(self, obj: dict[str, Any]) -> None:
+        self.forget_child(child_key(obj))
+
+    def forget_child(self, key: ChildKey) -> None:
         with self._lock:
-            self._children.pop(child_key(obj), None)
+            self._unown(key)
+            self._children.pop(key, None)
+
+    def _unown(self, key: ChildKey) -> None:
+        before = self._children.get(key)
+        for owner in before.owners if before is not None else ():
+            keys = self._owned.get(owner)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._owned[owner]
 
     def child(self, key: ChildKey) -> str | None:
         """The fingerprint of a child as last watched; None when unknown or deleted."""
         with self._lock:
-            return self._children.get(key)
+            seen = self._children.get(key)
+        return None if seen is None else seen.fingerprint
+
+    def owned(
+        self, owner_uid: str, api_version: str, kind: str, namespace: str, selector: str
+    ) -> list[dict[str, Any]] | None:
+        """The watched children of ``owner_uid`` of one kind in ``namespace`` that ``selector``
+        selects, as list items holding name, uid, labels and owner uids; None for a selector it
+        cannot read."""
+        with self._lock:
+            found = [
+                (key[3], self._children[key])
+                for key in self._owned.get(owner_uid, ())
+                if key[0] == api_version and key[1] == kind and key[2] == namespace
+            ]
+        out = []
+        for name, seen in sorted(found, key=lambda item: item[0]):
+            selected = matches(selector, seen.labels)
+            if selected is None:
+                return None
+            if selected:
+                out.append(seen.stub(namespace, name))
+        return out
 
 
 def _version(body: dict[str, Any] | None) -> int | None:
@@ -172,4 +286,4 @@ def _later_than(body: dict[str, Any], version: str) -> bool:
     return mine is not None and version.isdigit() and mine > int(version)
 
 
-__all__ = ["ChildKey", "Key", "WatchCache", "child_key", "fingerprint"]
+__all__ = ["ChildKey", "Key", "SeenChild", "WatchCache", "child_key", "fingerprint", "matches"]

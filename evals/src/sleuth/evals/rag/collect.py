@@ -6,6 +6,10 @@ the golden reference, stratum and split, and the request's OpenTelemetry trace i
 ``sleuth.traceId`` or the ``X-Sleuth-Trace-Id`` header; None when the agent's tracing is off).
 A 429 is retried after its ``Retry-After`` (at most twice); any other failure is a counted
 :class:`Failure` of metric ``agent``, never a silent gap.
+
+With tracing on, each question is asked inside its ``eval_case`` span
+(:class:`~sleuth.evals.tracing.EvalTrace`) whose ``traceparent`` goes with it: the agent's trace
+is that span's, and a row keeps that id even when the agent itself does not trace.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from sleuth.core.names import EVAL_HEADER, TRACE_ID_HEADER
 from sleuth.evals.golden.cases import GoldenCase
 from sleuth.evals.progress import Progress
 from sleuth.evals.rag.runner import Failure
-from sleuth.evals.traces import parse_record, trace_id_of
+from sleuth.evals.traces import RecordedRun, parse_record, trace_id_of
+from sleuth.evals.tracing import EvalTrace
 from sleuth.scoring.samples import RagSample
 
 AGENT_METRIC = "agent"
@@ -36,10 +41,14 @@ class Collected:
     records: list[dict[str, Any]] = field(default_factory=list)
 
 
-async def _ask(client: httpx.AsyncClient, url: str, question: str) -> dict[str, Any]:
+async def _ask(
+    client: httpx.AsyncClient, url: str, question: str, headers: dict[str, str]
+) -> dict[str, Any]:
     for _ in range(3):
         # The header keeps the scheduled eval's questions out of the agent's online sampling.
-        resp = await client.post(url, json={"question": question}, headers={EVAL_HEADER: "1"})
+        resp = await client.post(
+            url, json={"question": question}, headers={**headers, EVAL_HEADER: "1"}
+        )
         if resp.status_code == 429:
             await asyncio.sleep(min(30.0, float(resp.headers.get("Retry-After", "1") or 1)))
             continue
@@ -63,34 +72,42 @@ async def collect(
     concurrency: int = 4,
     timeout_s: float = 120.0,
     progress: bool = False,
+    trace: EvalTrace | None = None,
 ) -> Collected:
     """Ask the agent every case; rows keep the order of ``cases``."""
+    spans = trace or EvalTrace.off()
     url = agent_url.rstrip("/") + "/v1/query"
     sem = asyncio.Semaphore(max(1, concurrency))
     bar = Progress(len(cases), "agent", enabled=progress)
 
     async with httpx.AsyncClient(timeout=timeout_s) as client:
 
+        async def asked(case: GoldenCase) -> Failure | tuple[dict[str, Any], RecordedRun]:
+            """The agent's answer to ``case``, or why there is none (inside its span)."""
+            try:
+                with spans.case(case.id, case.stratum) as headers:
+                    data = await _ask(client, url, case.question, headers)
+                    return data, parse_record({"id": case.id, **data})
+            except httpx.TimeoutException:
+                return Failure(
+                    case.id, AGENT_METRIC, "agent_timeout", f"no answer within {timeout_s:g}s"
+                )
+            except httpx.HTTPStatusError as exc:
+                code = exc.response.status_code
+                return Failure(case.id, AGENT_METRIC, f"agent_http_{code}", exc.response.text[:200])
+            except (httpx.HTTPError, ValueError) as exc:
+                return Failure(case.id, AGENT_METRIC, "agent_error", str(exc)[:200])
+
         async def one(case: GoldenCase) -> tuple[RagSample | Failure, dict[str, Any] | None]:
             async with sem:
-                try:
-                    data = await _ask(client, url, case.question)
-                    run = parse_record({"id": case.id, **data})
-                except httpx.TimeoutException:
-                    bar.advance(failed=True)
-                    return Failure(
-                        case.id, AGENT_METRIC, "agent_timeout", f"no answer within {timeout_s:g}s"
-                    ), None
-                except httpx.HTTPStatusError as exc:
-                    bar.advance(failed=True)
-                    code = exc.response.status_code
-                    return Failure(
-                        case.id, AGENT_METRIC, f"agent_http_{code}", exc.response.text[:200]
-                    ), None
-                except (httpx.HTTPError, ValueError) as exc:
-                    bar.advance(failed=True)
-                    return Failure(case.id, AGENT_METRIC, "agent_error", str(exc)[:200]), None
+                answered = await asked(case)
+            if isinstance(answered, Failure):
+                spans.failed(case.id, answered.reason)
+                bar.advance(failed=True)
+                return answered, None
+            data, run = answered
             if not run.answer.strip():
+                spans.failed(case.id, "empty_answer")
                 bar.advance(failed=True)
                 return Failure(
                     case.id, AGENT_METRIC, "empty_answer", "the agent answered nothing"
@@ -109,7 +126,7 @@ async def collect(
                 reference_context_ids=case.reference_context_ids,
                 stratum=case.stratum,
                 split=case.split,
-                trace_id=run.trace_id,
+                trace_id=run.trace_id or spans.case_trace_id(case.id),
             )
             return row, {"id": case.id, **data}
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.evals.progress import Progress
+from sleuth.evals.tracing import EvalTrace
 from sleuth.scoring.judge import JudgeBundle, JudgeError, describe
 from sleuth.scoring.metrics import (
     CONTEXT_PRECISION,
@@ -72,8 +73,11 @@ async def run_metrics(
     *,
     strictness: int = 3,
     progress: bool = False,
+    trace: EvalTrace | None = None,
 ) -> RagRun:
-    """Score every sample with every metric through ``bundle``'s guarded judge."""
+    """Score every sample with every metric through ``bundle``'s guarded judge; with ``trace``,
+    each score is an ``evaluate <metric>`` span on its row's question trace."""
+    spans = trace or EvalTrace.off()
     unknown = [m for m in metrics if m not in METRIC_FUNCTIONS]
     if unknown:
         raise ValueError(f"unknown metrics {unknown}; known: {sorted(METRIC_FUNCTIONS)}")
@@ -119,16 +123,20 @@ async def run_metrics(
             )
             bar.advance(failed=True)
             return
-        try:
-            out: MetricValues = await METRIC_FUNCTIONS[metric](sample, judges)
-        except JudgeError as exc:
-            failures.append(Failure(sample.id, metric, exc.reason, exc.detail))
-            bar.advance(failed=True)
-            return
-        except ValueError as exc:  # ragas' own input validation
-            failures.append(Failure(sample.id, metric, "invalid_row", str(exc)))
-            bar.advance(failed=True)
-            return
+        with spans.scoring(sample.id, metric) as span:
+            try:
+                out: MetricValues = await METRIC_FUNCTIONS[metric](sample, judges)
+            except JudgeError as exc:
+                failures.append(Failure(sample.id, metric, exc.reason, exc.detail))
+                spans.unscored(span, exc.reason)
+                bar.advance(failed=True)
+                return
+            except ValueError as exc:  # ragas' own input validation
+                failures.append(Failure(sample.id, metric, "invalid_row", str(exc)))
+                spans.unscored(span, "invalid_row")
+                bar.advance(failed=True)
+                return
+            spans.scored(span, out.values)
         rows[idx]["scores"].update(out.values)
         if out.details:
             rows[idx]["details"][metric] = out.details

@@ -9,6 +9,11 @@ answer relevancy's embeddings default to the agent's retrieval embeddings endpoi
 oldest vector_search ToolBinding naming one, :attr:`EvalTarget.embeddings`), else the local
 all-MiniLM-L6-v2 the image carries (as the tool service embeds without an endpoint).
 
+When the agent traces (its effective tracing settings, :mod:`.tracing`), so does the ``ragas``
+container, as service ``sleuth-eval-<schedule>`` and recording every question (a sampling ratio
+of 1: a run asks few): each golden question is a trace of its own that the agent's request joins,
+with the scores on it (:mod:`sleuth.evals.tracing`).
+
 Every container reports its part of the run to the EvalSchedule's status (environment
 :data:`STATUS_ENV`, :data:`RUN_ID_ENV` = the Job's name, :data:`EXPECT_PARTS_ENV` = containers x
 pods), as the ServiceAccount ``<schedule>-eval`` (see :mod:`.evalaccess`). With
@@ -17,11 +22,12 @@ pods), as the ServiceAccount ``<schedule>-eval`` (see :mod:`.evalaccess`). With
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from sleuth.core.api.v1alpha1.common import SecretKeyRef
 from sleuth.core.api.v1alpha1.evalschedule import RAGAS_METRICS, TSA_METRIC, EvalScheduleSpec
+from sleuth.core.api.v1alpha1.tracing import TracingSpec
 from sleuth.operator.render.agent import agent_name
 from sleuth.operator.render.evalaccess import eval_account_name
 from sleuth.operator.render.meta import (
@@ -36,6 +42,7 @@ from sleuth.operator.render.meta import (
     secret_env,
     service_url,
 )
+from sleuth.operator.render.tracing import effective_tracing, tracing_env
 
 DATASET_DIR = "/var/lib/sleuth/dataset"
 RESULTS_DIR = "/var/lib/sleuth/results"
@@ -66,6 +73,7 @@ class EvalTarget:
     model_api_key: SecretKeyRef | None = None
     # The agent's retrieval embeddings (its vector_search ToolBinding's); None: the judge's.
     embeddings: EvalEmbeddings | None = None
+    tracing: TracingSpec | None = None  # the agent's spec.agent.tracing
 
 
 def cronjob_name(schedule: str) -> str:
@@ -203,8 +211,9 @@ def _container(
     spec: EvalScheduleSpec,
     image: str,
     report: list[Manifest],
+    traced: list[Manifest] | None = None,
 ) -> Manifest:
-    env: list[Manifest] = [{"name": "HOME", "value": "/tmp"}, *report]
+    env: list[Manifest] = [{"name": "HOME", "value": "/tmp"}, *report, *(traced or [])]
     if api_key is not None:
         env.append(secret_env(API_KEY_ENV, api_key.name, api_key.key))
     return {
@@ -222,6 +231,21 @@ def _container(
     }
 
 
+def eval_trace_service(schedule: str) -> str:
+    """``service.name`` of a scheduled eval's spans."""
+    return f"sleuth-eval-{schedule}"
+
+
+def eval_tracing_env(owner: Owner, target: EvalTarget, settings: RenderSettings) -> list[Manifest]:
+    """The ``ragas`` container's ``OTEL_*`` environment: the agent's settings, every question
+    recorded; empty when the agent does not trace."""
+    tracing = effective_tracing(target.tracing, settings.tracing)
+    if not tracing.enabled:
+        return []
+    every = replace(tracing, sampling_ratio=1.0)
+    return tracing_env(every, eval_trace_service(owner.name), owner.namespace, messages=False)
+
+
 def render_eval_cronjob(
     owner: Owner, spec: EvalScheduleSpec, target: EvalTarget, settings: RenderSettings
 ) -> Manifest:
@@ -234,7 +258,8 @@ def render_eval_cronjob(
     report = _report_env(owner, (int(runs_ragas) + int(runs_tsa)) * spec.parallelism)
     containers: list[Manifest] = []
     if runs_ragas:
-        containers.append(_container("ragas", ragas, judge_key, spec, image, report))
+        traced = eval_tracing_env(owner, target, settings)
+        containers.append(_container("ragas", ragas, judge_key, spec, image, report, traced))
     if runs_tsa:
         tsa = tsa_args(spec, target)
         containers.append(_container("tsa", tsa, target.model_api_key, spec, image, report))
@@ -300,6 +325,8 @@ __all__ = [
     "agent_url",
     "cronjob_name",
     "dataset_label",
+    "eval_trace_service",
+    "eval_tracing_env",
     "golden_path",
     "ragas_args",
     "render_eval_cronjob",
