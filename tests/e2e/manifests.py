@@ -1,6 +1,7 @@
 """The stand-ins' manifests: PostgreSQL, SearxNG and the model server in pods of the testkit
-image, and the Qdrant store (a hostPath PersistentVolume on the real node, its claim, the ingest
-Job). Pods run as uid 65532 with a read-only root and a writable /tmp, like sleuth's own."""
+image, the Qdrant store (a hostPath PersistentVolume on the real node, its claim, the ingest
+Job), and the trace backend (Jaeger, the binary the tests build, in a pod). Pods run as uid
+65532 with a read-only root and a writable /tmp, like sleuth's own."""
 
 from __future__ import annotations
 
@@ -247,6 +248,76 @@ def vector_store(namespace: str, image: str, host_dir: Path, node: str) -> list[
                         ],
                     }
                 },
+            },
+        },
+    ]
+
+
+TRACE_NAMESPACE = "observability"
+JAEGER_PORTS = {"otlp-http": 4318, "query": 16686, "query-grpc": 16685, "health": 13133}
+
+
+def trace_backend(image: str, binary: Path, config: Path) -> list[dict[str, Any]]:
+    """Jaeger (the tests' trace backend, tests/support/jaeger.yaml) in a pod on the real node:
+    the binary built on this machine mounted from the host, every listener on the pod's address,
+    an OTLP/HTTP port the sleuth pods export to and the query API the test reads back."""
+    labels = {"app": "jaeger"}
+    env = {
+        "JAEGER_HOST": "0.0.0.0",
+        "JAEGER_OTLP_HTTP_PORT": JAEGER_PORTS["otlp-http"],
+        "JAEGER_QUERY_HTTP_PORT": JAEGER_PORTS["query"],
+        "JAEGER_QUERY_GRPC_PORT": JAEGER_PORTS["query-grpc"],
+        "JAEGER_HEALTH_PORT": JAEGER_PORTS["health"],
+    }
+    container = _container("jaeger", image, ["--config", "/config/jaeger.yaml"], 4318)
+    container |= {
+        "command": ["/opt/jaeger/jaeger"],
+        "env": [{"name": k, "value": str(v)} for k, v in env.items()],
+        "ports": [{"name": n, "containerPort": p} for n, p in JAEGER_PORTS.items()],
+        "readinessProbe": {"httpGet": {"path": "/status", "port": "health"}, "periodSeconds": 2},
+    }
+    container["volumeMounts"] += [
+        {"name": "binary", "mountPath": "/opt/jaeger", "readOnly": True},
+        {"name": "config", "mountPath": "/config", "readOnly": True},
+    ]
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TRACE_NAMESPACE}},
+        _configmap("jaeger-config", TRACE_NAMESPACE, {"jaeger.yaml": config.read_text()}),
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "jaeger", "namespace": TRACE_NAMESPACE, "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "securityContext": _pod_security(),
+                        "automountServiceAccountToken": False,
+                        "nodeSelector": {"sleuth.dev/real-node": "true"},
+                        "containers": [container],
+                        "volumes": [
+                            {"name": "tmp", "emptyDir": {}},
+                            {
+                                "name": "binary",
+                                "hostPath": {"path": str(binary.parent), "type": "Directory"},
+                            },
+                            {"name": "config", "configMap": {"name": "jaeger-config"}},
+                        ],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "jaeger", "namespace": TRACE_NAMESPACE},
+            "spec": {
+                "selector": labels,
+                "ports": [
+                    {"name": n, "port": p} for n, p in JAEGER_PORTS.items() if n != "query-grpc"
+                ],
             },
         },
     ]

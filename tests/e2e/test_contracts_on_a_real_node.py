@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from manifests import backends, vector_store
+from manifests import TRACE_NAMESPACE, backends, trace_backend, vector_store
 from node_config import CONTAINERD_SOCK
 from platform_kit import (
     ROOT,
@@ -42,6 +42,8 @@ from platform_kit import (
 
 from sleuth.agent.sample.contracts import SEED_QUESTION
 from sleuth.core.names import TSA_GAUGE
+from tests.support.jaeger import CONFIG as JAEGER_CONFIG
+from tests.support.jaeger import Jaeger, TraceView, required_binary
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode, pytest.mark.slow]
 
@@ -50,6 +52,7 @@ RELEASE, SYSTEM = "sleuth", "sleuth-system"
 PLACEMENT = ["--set", "workloads.nodeSelector.kubernetes\\.io/hostname=sleuth-node"]
 AGENT_PODS = "app.kubernetes.io/instance=contracts,app.kubernetes.io/component=agent"
 APP = "default"  # `kubectl apply -f examples/contracts/` without -n
+TRACING_ENDPOINT = f"http://jaeger.{TRACE_NAMESPACE}:4318"  # the chart's tracing.endpoint
 
 
 @dataclass
@@ -109,8 +112,10 @@ def platform(real_node: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         images[name] = ref
     p = Platform(real_node, images)
 
-    # What a platform team has before sleuth: PostgreSQL, SearxNG, a model server, a store.
+    # What a platform team has before sleuth: PostgreSQL, SearxNG, a model server, a store, and
+    # a trace backend (Jaeger) the chart's tracing.endpoint names.
     p.apply(backends(images["testkit"]))
+    p.apply(trace_backend(images["testkit"], required_binary(), JAEGER_CONFIG))
     store = Path(tmp_path_factory.mktemp("qdrant-store"))
     os.chown(store, 65532, 65532)
     p.apply(vector_store(APP, images["sleuth"], store, real_node.node_name))
@@ -120,14 +125,16 @@ def platform(real_node: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     real_node.helm(
         "install", RELEASE, str(ROOT / "charts" / "sleuth"), "--namespace", SYSTEM,
         "--create-namespace", *_helm_values(images, "--set", "operator.replicas=2",
-                      "--set", "metrics.serviceMonitor.enabled=true", *PLACEMENT),
+                      "--set", "metrics.serviceMonitor.enabled=true", *PLACEMENT,
+                      "--set", f"tracing.endpoint={TRACING_ENDPOINT}"),
         "--wait", "--timeout", "10m", timeout=900,
     )  # fmt: skip
     p.kubectl("wait", "--for=condition=complete", "job/ingest-contract-clauses", "-n", APP,
               "--timeout=600s", timeout=660)  # fmt: skip
     p.apply(example_as_a_user_edits_it(APP))
     p.apply([self_hosted_agent(APP)])
-    for ns, deploy in (("data", "postgres"), ("search", "searxng"), ("models", "model")):
+    for ns, deploy in (("data", "postgres"), ("search", "searxng"), ("models", "model"),
+                       (TRACE_NAMESPACE, "jaeger")):  # fmt: skip
         p.kubectl("rollout", "status", f"deployment/{deploy}", "-n", ns, "--timeout=600s",
                   timeout=660)  # fmt: skip
     yield p
@@ -177,6 +184,52 @@ def test_seed_question_is_answered_through_the_agent_service(platform: Platform)
     steps = body["trace"]["steps"]
     calls = [(c["tool"], c["status"]) for s in steps if s["kind"] == "tools" for c in s["calls"]]
     assert calls == [("sql_query", "ok"), ("vector_search", "ok")], calls
+
+
+def _jaeger(platform: Platform) -> Jaeger:
+    """The trace backend's query API, through its Service, from the host."""
+    return Jaeger(TRACING_ENDPOINT, platform.service_url(TRACE_NAMESPACE, "jaeger", "query"))
+
+
+def test_the_pods_trace_a_request_into_the_trace_backend(platform: Platform) -> None:
+    """The chart's tracing.endpoint → the operator's flags → OTEL_* on the agent and tool-service
+    pods → spans from three pods in one trace, read back from Jaeger."""
+    url = platform.service_url(APP, "contracts-agent", "http") + "/v1/query"
+    status, body = _post(url, {"question": SEED_QUESTION})
+    assert status == 200, body
+    trace_id = body["sleuth"]["traceId"]
+    trace = _jaeger(platform).wait_trace(trace_id, spans=8, timeout=120)
+    root = trace.one("invoke_agent contracts")
+    assert (root.service, root.parent_id) == ("sleuth-agent-contracts", None)
+    below = {s.name: s for s in trace.children(root)}
+    for tool, binding in (("sql_query", "contracts-sql"), ("vector_search", "contracts-clauses")):
+        [served] = trace.children(below[f"execute_tool {tool}"])
+        assert (served.name, served.service) == (f"tool {tool}", f"sleuth-tool-{binding}")
+    sql = trace.one("tool sql_query")
+    assert sql.attributes["sleuth.sql.guard_verdict"] == "accepted"
+
+
+def _eval_traces(jaeger: Jaeger) -> list[TraceView] | None:
+    traces = jaeger.traces("sleuth-eval-contracts-weekly", limit=100)
+    return [t for t in traces if any(s.name.startswith("eval_case ") for s in t.spans)] or None
+
+
+def assert_eval_questions_traced(platform: Platform) -> None:
+    """An eval Job's pod traced each golden question; the agent pod's request is a child of
+    it, the scores beside it."""
+    jaeger = _jaeger(platform)
+    traces = eventually("the eval's traces", lambda: _eval_traces(jaeger), timeout=120)
+    joined, scored = 0, 0
+    for trace in traces:
+        [question] = [s for s in trace.spans if s.name.startswith("eval_case ")]
+        below = {s.name: s for s in trace.children(question)}
+        agent = below.get("invoke_agent contracts")
+        # every question: the agent pod's request below it, or the reason it has no answer
+        assert agent is not None or "evaluate agent" in below, sorted(below)
+        joined += agent is not None and agent.service == "sleuth-agent-contracts"
+        scored += any(name.startswith("evaluate ") for name in below)
+    assert joined > 0
+    assert scored > 0
 
 
 def test_helm_test_succeeds(platform: Platform) -> None:
@@ -230,6 +283,7 @@ def test_an_eval_job_writes_scores_into_the_status(platform: Platform) -> None:
     assert status["lastRunOutcome"] == "Succeeded", status
     assert status["lastRunId"] == "contracts-weekly-now"
     assert "toolSelectionAccuracy" in status["scores"], status["scores"]
+    assert_eval_questions_traced(platform)
 
 
 def test_a_real_prometheus_scraping_as_the_servicemonitor_says_sees_the_scores(
@@ -359,7 +413,8 @@ def _upgrade(platform: Platform, images: dict[str, str]) -> None:
     platform.cluster.helm(
         "upgrade", RELEASE, str(ROOT / "charts" / "sleuth"), "--namespace", SYSTEM,
         *_helm_values(images, "--set", "operator.replicas=2",
-                      "--set", "metrics.serviceMonitor.enabled=true", *PLACEMENT),
+                      "--set", "metrics.serviceMonitor.enabled=true", *PLACEMENT,
+                      "--set", f"tracing.endpoint={TRACING_ENDPOINT}"),
         "--wait", "--timeout", "10m", timeout=900,
     )  # fmt: skip
 

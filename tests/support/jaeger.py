@@ -205,7 +205,7 @@ def running_jaeger(binary: Path, timeout: float = START_TIMEOUT_S) -> Iterator[J
         otlp_endpoint=f"http://{LOOPBACK}:{ports['JAEGER_OTLP_HTTP_PORT']}",
         query_url=f"http://{LOOPBACK}:{ports['JAEGER_QUERY_HTTP_PORT']}",
     )
-    env = {**os.environ, **{name: str(port) for name, port in ports.items()}}
+    env = {**os.environ, "JAEGER_HOST": LOOPBACK, **{n: str(port) for n, port in ports.items()}}
     with tempfile.TemporaryFile("w+") as log:
         process = subprocess.Popen(
             [str(binary), "--config", str(CONFIG)],
