@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from pydantic import ValidationError
@@ -241,18 +240,4 @@ def _score(scores: EvalScores | None, field: str) -> float | None:
     return None if value is None else float(value)
 
 
-_default: list[EvalMetrics] = []
-_default_lock = threading.Lock()
-
-
-def eval_metrics() -> EvalMetrics:
-    """The process-wide collector, registered (once) in prometheus_client's default registry."""
-    with _default_lock:
-        if not _default:
-            collector = EvalMetrics()
-            REGISTRY.register(collector)
-            _default.append(collector)
-        return _default[0]
-
-
-__all__ = ["LABELS", "SCORES", "SCORE_LABELS", "EvalMetrics", "EvalResults", "eval_metrics"]
+__all__ = ["LABELS", "SCORES", "SCORE_LABELS", "EvalMetrics", "EvalResults"]

@@ -29,7 +29,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from sleuth.core.errors import SleuthError
 from sleuth.core.kube import AGENT_DEPLOYMENT, EVAL_SCHEDULE, TOOL_BINDING, new_api_client
 from sleuth.operator.applier import OperatorKube
-from sleuth.operator.evalmetrics import EvalMetrics, eval_metrics
+from sleuth.operator.evalmetrics import EvalMetrics
 from sleuth.operator.metrics import OperatorMetrics
 from sleuth.operator.reconcile_agent import reconcile_agent
 from sleuth.operator.reconcile_common import Context
@@ -84,7 +84,8 @@ class Runtime:
         registry: CollectorRegistry = REGISTRY,
         evals: EvalMetrics | None = None,
     ) -> Runtime:
-        """Connect (``settings.kubeconfig``, else sleuth.core.kube's order) and wire it up."""
+        """Connect (``settings.kubeconfig``, else sleuth.core.kube's order) and wire it up; the
+        metrics (and, unless given, a new eval-results collector) go into ``registry``."""
         cache = WatchCache()
         metrics = OperatorMetrics(registry)
         kube = OperatorKube(
@@ -92,12 +93,15 @@ class Runtime:
         )
         queue: WorkQueue[Key] = WorkQueue(backoff=settings.backoff)
         metrics.follow_queue(queue.__len__)
+        if evals is None:
+            evals = EvalMetrics()
+            registry.register(evals)
         return cls(
             settings=settings,
             ctx=Context(kube=kube, settings=settings.render),
             cache=cache,
             metrics=metrics,
-            evals=evals if evals is not None else eval_metrics(),
+            evals=evals,
             queue=queue,
         )
 
