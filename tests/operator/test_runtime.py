@@ -12,7 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from sleuth.core.errors import KubeRejected, KubeRetryable
-from sleuth.core.kube import CONFIG_MAP, TOOL_BINDING
+from sleuth.core.kube import CONFIG_MAP, DEPLOYMENT, TOOL_BINDING
 from sleuth.operator.applier import OperatorKube, covers
 from sleuth.operator.evalmetrics import EvalMetrics
 from sleuth.operator.metrics import OperatorMetrics
@@ -374,3 +374,32 @@ def test_pruning_reads_the_owners_children_from_the_watch_cache() -> None:
     kube.requests.clear()
     assert kube.owned(CONFIG_MAP, NS, "version>2", "uid-docs") == []
     assert kube.requests == ["GET"]
+
+
+def deployment(generation: int, available: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "docs-tool", "namespace": NS, "generation": generation},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": []}}},
+        "status": {"observedGeneration": generation, "availableReplicas": available},
+    }
+
+
+def test_rollouts_are_read_from_the_watch_unless_this_process_wrote_something_newer() -> None:
+    cache = WatchCache()
+    kube = FakeApi(cache)
+    path = f"/apis/apps/v1/namespaces/{NS}/deployments/docs-tool"
+    kube.store[path] = deployment(3, 2)
+    assert kube.observed(DEPLOYMENT, NS, "docs-tool") == kube.store[path]
+    assert kube.requests == ["GET"]  # not reported by the watch yet: read
+    cache.seen_child(deployment(3, 1))  # the watch lags one status update behind
+    kube.requests.clear()
+    seen = kube.observed(DEPLOYMENT, NS, "docs-tool")
+    assert kube.requests == []
+    assert seen is not None
+    assert seen["status"]["availableReplicas"] == 1
+    kube.apply(deployment(4, 0))  # this process writes generation 4
+    kube.requests.clear()
+    assert kube.observed(DEPLOYMENT, NS, "docs-tool") == kube.store[path]
+    assert kube.requests == ["GET"]  # the watch has not shown that write yet: read

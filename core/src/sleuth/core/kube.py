@@ -207,6 +207,11 @@ class Kube:
             return decoded
         raise classify(status, text, f"{method} {path}")
 
+    def observed(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
+        """The object as last observed, for reading its status (a client with a watch cache
+        may answer from it, one event behind the apiserver at most); here: :meth:`get`."""
+        return self.get(resource, namespace, name)
+
     def get(
         self, resource: Resource, namespace: str, name: str, sub: str | None = None
     ) -> dict[str, Any] | None:

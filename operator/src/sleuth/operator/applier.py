@@ -14,8 +14,9 @@ write at all:
 
 A deleted child has no fingerprint and is absent when read, so it is applied again.
 
-The children an owner may prune come from the watch cache too (:meth:`OperatorKube.owned`), so
-a converged reconcile lists nothing.
+The children an owner may prune come from the watch cache too (:meth:`OperatorKube.owned`), and
+so do the Deployments' rollouts its status reports (:meth:`OperatorKube.observed`): a converged
+reconcile lists nothing and reads no child.
 
 Lists of ToolBindings (every reconcile reads its namespace's) are served from the watch cache
 once a real list filled it (:meth:`OperatorKube.list_at`, at start and at each resync). Every write
@@ -31,7 +32,7 @@ import logging
 import threading
 from typing import Any
 
-from sleuth.core.kube import TOOL_BINDING, Kube, Resource, resource_of
+from sleuth.core.kube import DEPLOYMENT, TOOL_BINDING, Kube, Resource, resource_of
 from sleuth.operator.metrics import OperatorMetrics
 from sleuth.operator.watchcache import ChildKey, WatchCache, child_key, fingerprint
 
@@ -86,6 +87,7 @@ class OperatorKube(Kube):
         self.cache = cache
         self.metrics = metrics
         self._applied: dict[ChildKey, tuple[str, str]] = {}
+        self._generations: dict[ChildKey, int] = {}  # of what this process last wrote
         self._lock = threading.Lock()
 
     def list_at(
@@ -104,6 +106,18 @@ class OperatorKube(Kube):
             token = str(meta.get("continue") or "")
             if not token:
                 return items, version
+
+    def observed(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
+        """A Deployment's rollout as the watch last reported it (no request; the event of any
+        later change wakes its owner again); anything else, or one not reported yet: read."""
+        if resource == DEPLOYMENT:
+            key = (resource.api_version, resource.kind, namespace, name)
+            view = self.cache.view(key)
+            with self._lock:
+                written = self._generations.get(key, 0)
+            if view is not None and int(view["metadata"].get("generation") or 0) >= written:
+                return view  # (an older view than this process's last write is read instead)
+        return super().observed(resource, namespace, name)
 
     def owned(
         self, resource: Resource, namespace: str, label_selector: str, owner_uid: str
@@ -148,12 +162,15 @@ class OperatorKube(Kube):
         return result
 
     def _remember(self, key: ChildKey, wanted: str, obj: dict[str, Any]) -> None:
+        generation = int((obj.get("metadata") or {}).get("generation") or 0)
         with self._lock:
             self._applied[key] = (wanted, fingerprint(obj))
+            self._generations[key] = max(generation, self._generations.get(key, 0))
 
     def _forget(self, key: ChildKey) -> None:
         with self._lock:
             self._applied.pop(key, None)
+            self._generations.pop(key, None)
 
     def merge_patch(self, manifest: dict[str, Any]) -> dict[str, Any] | None:
         self._forget(child_key(manifest))

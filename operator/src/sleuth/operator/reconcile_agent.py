@@ -114,7 +114,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
     tools: list[dict[str, Any]] = []
     for b in bound.accepted:
         tool = rollout(
-            b.name, kube.get(DEPLOYMENT, namespace, tool_service_name(b.name))
+            b.name, kube.observed(DEPLOYMENT, namespace, tool_service_name(b.name))
         )  # readiness only
         tools.append(
             {

@@ -164,7 +164,7 @@ def observe_rollout(
 ) -> Rollout:
     """The rollout of Deployment ``name``; while it is not complete, with the scheduler's reason
     when its pods (selected by ``component`` and ``instance``) cannot be placed."""
-    found = rollout(name, kube.get(DEPLOYMENT, namespace, name))
+    found = rollout(name, kube.observed(DEPLOYMENT, namespace, name))
     if not found.exists or found.complete:
         return found
     labels = selector_labels(component, instance)

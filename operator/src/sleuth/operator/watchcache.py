@@ -51,6 +51,7 @@ class SeenChild:
     uid: str
     labels: dict[str, str]
     owners: tuple[str, ...]  # uids of its ownerReferences
+    view: dict[str, Any] | None = None  # a Deployment's generation, replicas, strategy, status
 
     def stub(self, namespace: str, name: str) -> dict[str, Any]:
         """The child as a list item carrying only what :func:`prune` reads."""
@@ -63,6 +64,17 @@ class SeenChild:
                 "ownerReferences": [{"uid": uid} for uid in self.owners],
             }
         }
+
+
+def rollout_view(deployment: dict[str, Any]) -> dict[str, Any]:
+    """The part of a Deployment its rollout is read from (:func:`sleuth.operator.status.rollout`):
+    name, generation, replicas, strategy and status."""
+    meta, spec = deployment.get("metadata") or {}, deployment.get("spec") or {}
+    return {
+        "metadata": {"name": meta.get("name"), "generation": meta.get("generation", 0)},
+        "spec": {k: spec[k] for k in ("replicas", "strategy") if k in spec},
+        "status": deployment.get("status") or {},
+    }
 
 
 def matches(selector: str, labels: dict[str, str]) -> bool | None:
@@ -216,6 +228,7 @@ class WatchCache:
             uid=str(meta.get("uid", "")),
             labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
             owners=tuple(str(r.get("uid", "")) for r in meta.get("ownerReferences") or []),
+            view=rollout_view(obj) if obj.get("kind") == "Deployment" else None,
         )
         key = child_key(obj)
         with self._lock:
@@ -246,6 +259,12 @@ class WatchCache:
         with self._lock:
             seen = self._children.get(key)
         return None if seen is None else seen.fingerprint
+
+    def view(self, key: ChildKey) -> dict[str, Any] | None:
+        """What the watch last reported of a Deployment's rollout (None when unknown)."""
+        with self._lock:
+            seen = self._children.get(key)
+        return None if seen is None else seen.view
 
     def owned(
         self, owner_uid: str, api_version: str, kind: str, namespace: str, selector: str
@@ -286,4 +305,13 @@ def _later_than(body: dict[str, Any], version: str) -> bool:
     return mine is not None and version.isdigit() and mine > int(version)
 
 
-__all__ = ["ChildKey", "Key", "SeenChild", "WatchCache", "child_key", "fingerprint", "matches"]
+__all__ = [
+    "ChildKey",
+    "Key",
+    "SeenChild",
+    "WatchCache",
+    "child_key",
+    "fingerprint",
+    "matches",
+    "rollout_view",
+]
