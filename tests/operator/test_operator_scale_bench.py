@@ -44,6 +44,9 @@ def test_the_scale_benchmark_runs_at_two_agents(tmp_path: Path) -> None:
             "--settle-seconds=2",
             "--quiet-seconds=10",
             "--restart-seconds=15",
+            "--operator-arg=--resync-seconds=8",
+            "--resync-period=8",
+            "--resync-pass-timeout=60",
             "--ready-timeout=240",
             "--budget-seconds=600",
             f"--out={out}",
@@ -69,6 +72,10 @@ def test_the_scale_benchmark_runs_at_two_agents(tmp_path: Path) -> None:
     assert operator["peak_rss_mib"] > 0
     assert operator["cpu_s"] > 0
     assert result["quiet"]["seconds"] >= 10
+    # a resync pass: every object reconciled once, nothing written
+    assert result["resync"]["objects"] == 2 * 4
+    assert result["resync"]["writes"] == 0
+    assert "| one resync pass (8 objects): CPU / wall / writes |" in run.stdout
     assert result["restart"]["ready_after"] == 2 * 4
     assert result["exit_after_sigterm_s"] is not None
     assert result["exit_after_second_sigterm_s"] is not None

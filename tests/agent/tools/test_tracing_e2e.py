@@ -169,7 +169,8 @@ def test_an_eval_run_puts_each_question_and_its_scores_on_the_agents_trace(
     """``sleuth eval ragas --agent-url`` as a traced process: each golden question is a trace of
     its own (``eval_case``), the agent's request and the tool services' spans join it, and the
     judge's score hangs on it — the row's ``traceId`` leads there from the report."""
-    scripted.set_scenario(Scenario(rules=[*seed_rules(), *judge_rules(supported=1)]))
+    # the judge's rules first: its prompts quote the question the seed rules match on
+    scripted.set_scenario(Scenario(rules=[*judge_rules(supported=1), *seed_rules()]))
     case = GoldenCase(
         id="seed-1", question=SEED_QUESTION, reference="47", stratum="easy", split="dev"
     )
@@ -184,7 +185,9 @@ def test_an_eval_run_puts_each_question_and_its_scores_on_the_agents_trace(
     cmd += ["--out", str(out), "--no-progress", "--run-id", "nightly-1"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr  # 0.25 misses the default threshold
-    [row] = json.loads(out.read_text())["rows"]
+    result = json.loads(out.read_text())
+    assert not result["failures"], result["failures"]
+    [row] = result["rows"]
     assert row["scores"]["faithfulness"] == pytest.approx(0.25)
     trace_id = row["traceId"]
     assert trace_id
