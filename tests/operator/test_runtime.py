@@ -156,6 +156,25 @@ def test_outcomes_decide_retry_a_permanent_error_is_not_retried() -> None:
     }
 
 
+def test_a_missing_secret_or_dataset_is_looked_at_again_with_back_off() -> None:
+    """No watch follows Secrets or dataset ConfigMaps: waiting for one requeues the key (with
+    the per-key back-off) instead of leaving it to the resync."""
+
+    def waiting(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
+        reason = {"secret": "SecretNotFound", "dataset": "DatasetNotFound"}.get(name, "Ready")
+        return {"conditions": [{"type": "Ready", "status": "False", "reason": reason}]}
+
+    rt = runtime(AgentDeployment=waiting)
+    for name in ("secret", "dataset", "ok"):
+        rt.queue.add(("AgentDeployment", NS, name))
+    for key in drain_keys(rt, 3):
+        rt.process(key)
+        rt.queue.done(key)
+    assert rt.queue.failures(("AgentDeployment", NS, "secret")) == 1
+    assert rt.queue.failures(("AgentDeployment", NS, "dataset")) == 1
+    assert rt.queue.failures(("AgentDeployment", NS, "ok")) == 0
+
+
 def drain_keys(rt: Runtime, count: int) -> list[tuple[str, str, str]]:
     keys = [rt.queue.get(0) for _ in range(count)]
     assert None not in keys

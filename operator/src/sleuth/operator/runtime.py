@@ -49,6 +49,20 @@ RECONCILERS: dict[str, Reconcile] = {
 }
 
 
+AWAITED = frozenset({"SecretNotFound", "DatasetNotFound"})
+"""Ready reasons naming an object no watch follows (a Secret, a dataset ConfigMap): the key is
+looked at again with the per-key back-off (0.5 s doubling to ``--backoff-max-seconds``), so that
+applying it after the resource that names it is noticed in seconds, not at the next resync."""
+
+
+def awaits_unwatched(status: dict[str, Any] | None) -> bool:
+    """Whether ``status`` (a reconcile's result) waits for an object no watch follows."""
+    return any(
+        c.get("type") == "Ready" and c.get("reason") in AWAITED
+        for c in (status or {}).get("conditions") or []
+    )
+
+
 @dataclass(frozen=True)
 class LoopSettings:
     """What ``sleuth operator`` was asked for (:mod:`sleuth.operator.cli` builds it)."""
@@ -135,7 +149,10 @@ class Runtime:
         try:
             status = self.reconcilers[kind](self.ctx, namespace, name)
             outcome = "success"
-            self.queue.forget(key)
+            if awaits_unwatched(status):  # no event will say it appeared: look again, backing off
+                self.queue.retry(key)
+            else:
+                self.queue.forget(key)
             self.metrics.track(kind, namespace, name, status)
         except SleuthError as err:
             if err.retryable:
@@ -255,4 +272,4 @@ class Runtime:
             self.queue.add((EVAL_SCHEDULE.kind, namespace, schedule))
 
 
-__all__ = ["RECONCILERS", "LoopSettings", "Runtime"]
+__all__ = ["AWAITED", "RECONCILERS", "LoopSettings", "Runtime", "awaits_unwatched"]
