@@ -258,11 +258,13 @@ def test_a_collector_that_is_down_leaves_requests_alone(
             assert answered.status_code == 200
             assert answered.json()["answer"] == SEED_ANSWER
             assert answered.headers[TRACE_ID_HEADER] == answered.json()["sleuth"]["traceId"]
-        # 3 requests of 6 spans; at most 4 wait in the queue and 4 in the stuck export
+        # 3 requests of 6 spans; at most 4 wait in the queue and 4 in the stuck export, so at
+        # least 10 are dropped — and never more than the 18 made (how many the export thread
+        # took before the queue filled depends on when it woke: 16 were seen under CI load)
         dropped = agent.wait_for(
             "sleuth_trace_spans_dropped_total", 10, agent="orphan", reason="queue_full"
         )
-        assert dropped <= 14
+        assert dropped <= 18
 
 
 def test_an_a2a_task_is_one_trace_whose_id_is_in_the_answer(traced: Served) -> None:
