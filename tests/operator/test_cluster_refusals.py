@@ -326,13 +326,18 @@ def test_the_schedulers_reason_reaches_the_condition(
         assert f"pod {name}-model-" in cond["message"]
 
 
-def _fill_service_ips(kube: Any, namespace: str) -> None:
+def _terminating(kube: Any) -> list[str]:
+    found = json.loads(kube.kubectl("get", "namespaces", "-o", "json").stdout)["items"]
+    return [n["metadata"]["name"] for n in found if n["status"].get("phase") == "Terminating"]
+
+
+def _fill_service_ips(kube: Any, namespace: str, prefix: str = "filler") -> None:
     """Services until the Service IP range (a /24 in the test cluster) is full."""
     services = [
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"name": f"filler-{i}"},
+            "metadata": {"name": f"{prefix}-{i}"},
             "spec": {"ports": [{"port": 80}]},
         }
         for i in range(260)
@@ -355,7 +360,11 @@ def test_a_full_service_ip_range_is_reported_and_retried(
 ) -> None:
     kube.kubectl("create", "namespace", f"{namespace}-fill")
     try:
+        # Namespaces of earlier tests still being deleted free their Service IPs later: wait for
+        # them, fill the range, and fill again what was freed meanwhile.
+        eventually(lambda: not _terminating(kube), timeout=180, what="no namespace terminating")
         _fill_service_ips(kube, f"{namespace}-fill")
+        _fill_service_ips(kube, f"{namespace}-fill", prefix="late-filler")
         endpoint = _named(AGENT, "late")
         endpoint["spec"]["model"] = {
             "endpoint": "http://vllm.models:8000/v1",
