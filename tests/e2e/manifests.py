@@ -261,7 +261,6 @@ def trace_backend(image: str, binary: Path, config: Path) -> list[dict[str, Any]
     """Jaeger (the tests' trace backend, tests/support/jaeger.yaml) in a pod on the real node:
     the binary built on this machine mounted from the host, every listener on the pod's address,
     an OTLP/HTTP port the sleuth pods export to and the query API the test reads back."""
-    labels = {"app": "jaeger"}
     env = {
         "JAEGER_HOST": "0.0.0.0",
         "JAEGER_OTLP_HTTP_PORT": JAEGER_PORTS["otlp-http"],
@@ -280,44 +279,18 @@ def trace_backend(image: str, binary: Path, config: Path) -> list[dict[str, Any]
         {"name": "binary", "mountPath": "/opt/jaeger", "readOnly": True},
         {"name": "config", "mountPath": "/config", "readOnly": True},
     ]
+    volumes = [
+        {"name": "binary", "hostPath": {"path": str(binary.parent), "type": "Directory"}},
+        {"name": "config", "configMap": {"name": "jaeger-config"}},
+    ]
+    deployment, service = _workload("jaeger", TRACE_NAMESPACE, container, volumes)
+    deployment["spec"]["template"]["spec"]["nodeSelector"] = {"sleuth.dev/real-node": "true"}
+    service["spec"]["ports"] = [
+        {"name": n, "port": p} for n, p in JAEGER_PORTS.items() if n != "query-grpc"
+    ]
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TRACE_NAMESPACE}},
         _configmap("jaeger-config", TRACE_NAMESPACE, {"jaeger.yaml": config.read_text()}),
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "jaeger", "namespace": TRACE_NAMESPACE, "labels": labels},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "securityContext": _pod_security(),
-                        "automountServiceAccountToken": False,
-                        "nodeSelector": {"sleuth.dev/real-node": "true"},
-                        "containers": [container],
-                        "volumes": [
-                            {"name": "tmp", "emptyDir": {}},
-                            {
-                                "name": "binary",
-                                "hostPath": {"path": str(binary.parent), "type": "Directory"},
-                            },
-                            {"name": "config", "configMap": {"name": "jaeger-config"}},
-                        ],
-                    },
-                },
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": "jaeger", "namespace": TRACE_NAMESPACE},
-            "spec": {
-                "selector": labels,
-                "ports": [
-                    {"name": n, "port": p} for n, p in JAEGER_PORTS.items() if n != "query-grpc"
-                ],
-            },
-        },
+        deployment,
+        service,
     ]
