@@ -199,8 +199,13 @@ def test_the_pods_trace_a_request_into_the_trace_backend(platform: Platform) -> 
     assert status == 200, body
     jaeger = _jaeger(platform)
     # root, 3 chat, 2 execute_tool (the tool calls may be answered from the agent's tool cache:
-    # the seed question was asked before, and then no tool service is called)
-    trace = jaeger.wait_trace(body["sleuth"]["traceId"], spans=6, timeout=120)
+    # the seed question was asked before, and then no tool service is called). The spans come
+    # in several exports, the root (which ends last) in the last one: wait for all of the agent's.
+    trace = eventually(
+        "the agent pod's spans of the request in Jaeger",
+        lambda: _with_agent_spans(jaeger.trace(body["sleuth"]["traceId"])),
+        timeout=120,
+    )
     root = trace.one("invoke_agent contracts")
     assert (root.service, root.parent_id) == ("sleuth-agent-contracts", None)
     assert len([s for s in trace.children(root) if s.name.startswith("chat ")]) == 3
@@ -216,6 +221,14 @@ def test_the_pods_trace_a_request_into_the_trace_backend(platform: Platform) -> 
             lambda tool=tool, binding=binding: _served_across_pods(jaeger, tool, binding),
             timeout=120,
         )
+
+
+def _with_agent_spans(trace: TraceView | None) -> TraceView | None:
+    """``trace`` once it holds the agent pod's root, 3 chat and 2 execute_tool spans."""
+    names = [] if trace is None else [s.name for s in trace.spans]
+    chats = sum(n.startswith("chat ") for n in names)
+    tools = sum(n.startswith("execute_tool ") for n in names)
+    return trace if "invoke_agent contracts" in names and chats >= 3 and tools >= 2 else None
 
 
 def _served_across_pods(jaeger: Jaeger, tool: str, binding: str) -> bool | None:
