@@ -11,7 +11,10 @@
 # so CPU pods run for real. One real node per machine.
 #
 # Every cluster gets (the kwokctl configuration written below): its own pinned ports (ports.py),
-# no leader election in kube-controller-manager and kube-scheduler, a kwok-controller that manages
+# no leader election in kube-controller-manager and kube-scheduler, kube-controller-manager's client
+# limits raised from 20/30 to 100/200 requests a second (at 1,000 agents its default limit, not
+# CPU, held Deployments to about one ready a second on either side of bench/operator_scale.py;
+# tests never reach it), a kwok-controller that manages
 # only nodes annotated kwok.x-k8s.io/node=fake, and a kube-apiserver ready for a real kubelet
 # (kubelet client certificate, InternalIP first, advertise address and serving-cert SANs that
 # pods can reach). Kwok-only clusters behave as before otherwise.
@@ -108,6 +111,8 @@ componentsPatches:
 - name: kube-controller-manager
   extraArgs:
   - {key: leader-elect, value: "false"}
+  - {key: kube-api-qps, value: "100"}
+  - {key: kube-api-burst, value: "200"}
 - name: kube-scheduler
   extraArgs:
   - {key: leader-elect, value: "false"}

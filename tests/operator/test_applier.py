@@ -33,6 +33,7 @@ class FakeApi(OperatorKube):
         super().__init__(object(), cache, OperatorMetrics(CollectorRegistry()))
         self.store: dict[str, dict[str, Any]] = {}
         self.requests: list[str] = []
+        self.accepted = ""  # the Accept header of the last request
         self.version = 0
 
     def _request(
@@ -43,8 +44,10 @@ class FakeApi(OperatorKube):
         query: list[tuple[str, str]] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> dict[str, Any] | None:
         self.requests.append(method)
+        self.accepted = accept
         if method == "GET":
             return copy.deepcopy(self.store.get(path))
         if method == "DELETE":
@@ -101,6 +104,37 @@ def test_the_applier_writes_only_what_differs() -> None:
     kube.apply(config_map("two"))
     assert kube.requests == ["GET", "PATCH"]  # deleted: put back
     assert kube.metrics.total_writes() == 4
+
+
+def test_a_child_deleted_without_an_event_is_applied_again_after_the_resyncs_list() -> None:
+    cache = WatchCache()
+    kube = FakeApi(cache)
+    path = "/api/v1/namespaces/team-a/configmaps/agent"
+    kube.apply(config_map("one"))
+    cache.seen_child(kube.store[path])
+    del kube.store[path]  # deleted while the watch was away: no DELETED event
+    kube.requests.clear()
+    kube.apply(config_map("one"))
+    assert kube.requests == []  # the cache still vouches for it
+    later = config_map("late") | {"metadata": {"name": "late", "namespace": NS, "uid": "u-l"}}
+    later["metadata"]["resourceVersion"] = "9"  # reported after the list below was taken
+    cache.seen_child(later)
+    kube.store["/api/v1/namespaces/team-a/configmaps"] = {
+        "metadata": {"resourceVersion": "5"},
+        "items": [],
+    }
+    names, version = kube.names_at(CONFIG_MAP, NS, f"app.kubernetes.io/managed-by={MANAGED_BY}")
+    assert kube.accepted.startswith("application/json;as=PartialObjectMetadataList")
+    assert (names, version) == (set(), "5")
+    assert cache.relisted_children(DEPLOYMENT, NS, names, version) == []  # another kind
+    gone = cache.relisted_children(CONFIG_MAP, NS, names, version)
+    assert gone == [("v1", "ConfigMap", NS, "agent")]  # "late" is newer than the list
+    assert cache.child(("v1", "ConfigMap", NS, "late")) is not None
+    kube.requests.clear()
+    kube.apply(config_map("one"))
+    assert kube.requests == ["GET", "PATCH"]  # read absent: put back
+    assert path in kube.store
+    assert cache.relisted_children(CONFIG_MAP, NS, set(), "") == []  # a kind not served
 
 
 def test_a_restarted_applier_reads_once_and_writes_nothing_when_converged() -> None:

@@ -180,9 +180,10 @@ class Kube:
         query: list[tuple[str, str]] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> dict[str, Any] | None:
         """One HTTP call; returns the decoded body, or None on 404."""
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers = {"Accept": accept, "Content-Type": content_type}
         try:
             method, url, headers, body, post = self.api.param_serialize(
                 method,

@@ -30,6 +30,7 @@ import hashlib
 import json
 import logging
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from sleuth.core.kube import DEPLOYMENT, TOOL_BINDING, Kube, Resource, resource_of
@@ -37,6 +38,9 @@ from sleuth.operator.metrics import OperatorMetrics
 from sleuth.operator.watchcache import ChildKey, WatchCache, child_key, fingerprint
 
 log = logging.getLogger("sleuth.operator")
+
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+PAGE = 250  # objects per page of a real list
 
 
 def covers(desired: Any, live: Any) -> bool:
@@ -91,21 +95,46 @@ class OperatorKube(Kube):
         self._lock = threading.Lock()
 
     def list_at(
-        self, resource: Resource, namespace: str | None, page: int = 250
+        self, resource: Resource, namespace: str | None
     ) -> tuple[list[dict[str, Any]], str]:
-        """A real list (never the cache), ``page`` objects per request (one consistent
+        """A real list (never the cache) in pages of :data:`PAGE` objects (one consistent
         snapshot), and the collection's resourceVersion."""
         items: list[dict[str, Any]] = []
+        version = ""
+        for found, at in self._pages(resource, namespace, None, "application/json"):
+            items.extend(found)
+            version = at
+        return items, version
+
+    def names_at(
+        self, resource: Resource, namespace: str | None, label_selector: str
+    ) -> tuple[set[tuple[str, str]], str]:
+        """(namespace, name) of every object a real list selects, read from pages of metadata
+        alone (PartialObjectMetadata, one page parsed at a time), and the collection's
+        resourceVersion ("" when the kind is not served)."""
+        names: set[tuple[str, str]] = set()
+        version = ""
+        for found, at in self._pages(resource, namespace, label_selector, METADATA_LIST):
+            names.update(
+                (str(o["metadata"].get("namespace", "")), o["metadata"]["name"]) for o in found
+            )
+            version = at
+        return names, version
+
+    def _pages(
+        self, resource: Resource, namespace: str | None, label_selector: str | None, accept: str
+    ) -> Iterator[tuple[list[dict[str, Any]], str]]:
+        selector = [("labelSelector", label_selector)] if label_selector else []
         version, token = "", ""
         while True:
-            query = [("limit", str(page))] + ([("continue", token)] if token else [])
-            found = self._request("GET", resource.path(namespace), query=query) or {}
-            items.extend(found.get("items", []))
-            meta = found.get("metadata") or {}
+            query = selector + [("limit", str(PAGE))] + ([("continue", token)] if token else [])
+            found = self._request("GET", resource.path(namespace), query=query, accept=accept)
+            meta = (found or {}).get("metadata") or {}
             version = version or str(meta.get("resourceVersion", ""))
+            yield (found or {}).get("items", []), version
             token = str(meta.get("continue") or "")
             if not token:
-                return items, version
+                return
 
     def observed(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
         """A Deployment's rollout as the watch last reported it (no request; the event of any

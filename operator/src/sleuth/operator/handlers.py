@@ -27,42 +27,13 @@ from typing import Any
 import kopf
 
 from sleuth.core.api.v1alpha1.common import GROUP, VERSION
-from sleuth.core.kube import (
-    AGENT_DEPLOYMENT,
-    CONFIG_MAP,
-    CRON_JOB,
-    DEPLOYMENT,
-    EVAL_SCHEDULE,
-    NETWORK_POLICY,
-    POD_DISRUPTION_BUDGET,
-    PROMETHEUS_RULE,
-    ROLE,
-    ROLE_BINDING,
-    SERVICE,
-    SERVICE_ACCOUNT,
-    TOOL_BINDING,
-    Resource,
-)
+from sleuth.core.kube import AGENT_DEPLOYMENT, EVAL_SCHEDULE, TOOL_BINDING
 from sleuth.operator.login import connection_info
-from sleuth.operator.render.meta import MANAGED_BY
-from sleuth.operator.runtime import Runtime
+from sleuth.operator.runtime import CHILD_RESOURCES, MANAGED, Runtime
 
 log = logging.getLogger("sleuth.operator")
 
-MANAGED = {"app.kubernetes.io/managed-by": MANAGED_BY}
 LIST_CHUNK = 250  # objects per page of a listing
-CHILD_RESOURCES: tuple[Resource, ...] = (
-    DEPLOYMENT,
-    SERVICE,
-    CONFIG_MAP,
-    NETWORK_POLICY,
-    POD_DISRUPTION_BUDGET,
-    CRON_JOB,
-    SERVICE_ACCOUNT,
-    ROLE,
-    ROLE_BINDING,
-    PROMETHEUS_RULE,  # watched only where its CRD is served (kopf skips unserved resources)
-)
 
 
 def runtime_of(memo: Any) -> Runtime:

@@ -10,7 +10,8 @@ its worker threads and the resync — so that no module holds state of its own:
   key (:meth:`Runtime.process`); retryable failures back off per key, permanent ones wait for a
   change or the next resync;
 - every ``resync_seconds`` the resync enqueues every key the watches know, after one real list
-  of ToolBindings per watched scope refreshed the cache the reconcilers read them from;
+  of ToolBindings per watched scope refreshed the cache the reconcilers read them from, and one
+  list of each child kind's names forgot the children deleted without an event;
 - :meth:`Runtime.stop` stops taking work and waits, at most ``shutdown_seconds``, for the
   reconciles in flight.
 """
@@ -27,7 +28,23 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from sleuth.core.errors import SleuthError
-from sleuth.core.kube import AGENT_DEPLOYMENT, EVAL_SCHEDULE, TOOL_BINDING, new_api_client
+from sleuth.core.kube import (
+    AGENT_DEPLOYMENT,
+    CONFIG_MAP,
+    CRON_JOB,
+    DEPLOYMENT,
+    EVAL_SCHEDULE,
+    NETWORK_POLICY,
+    POD_DISRUPTION_BUDGET,
+    PROMETHEUS_RULE,
+    ROLE,
+    ROLE_BINDING,
+    SERVICE,
+    SERVICE_ACCOUNT,
+    TOOL_BINDING,
+    Resource,
+    new_api_client,
+)
 from sleuth.operator.applier import OperatorKube
 from sleuth.operator.evalmetrics import EvalMetrics
 from sleuth.operator.metrics import OperatorMetrics
@@ -35,7 +52,7 @@ from sleuth.operator.reconcile_agent import reconcile_agent
 from sleuth.operator.reconcile_common import Context
 from sleuth.operator.reconcile_eval import reconcile_eval
 from sleuth.operator.reconcile_tool import reconcile_tool
-from sleuth.operator.render.meta import AGENT_LABEL, RenderSettings
+from sleuth.operator.render.meta import AGENT_LABEL, MANAGED_BY, RenderSettings
 from sleuth.operator.watchcache import Key, WatchCache
 from sleuth.operator.workqueue import Backoff, WorkQueue, run_workers
 
@@ -48,6 +65,20 @@ RECONCILERS: dict[str, Reconcile] = {
     EVAL_SCHEDULE.kind: reconcile_eval,
 }
 
+MANAGED = {"app.kubernetes.io/managed-by": MANAGED_BY}  # the label of every child it makes
+CHILD_RESOURCES: tuple[Resource, ...] = (
+    DEPLOYMENT,
+    SERVICE,
+    CONFIG_MAP,
+    NETWORK_POLICY,
+    POD_DISRUPTION_BUDGET,
+    CRON_JOB,
+    SERVICE_ACCOUNT,
+    ROLE,
+    ROLE_BINDING,
+    PROMETHEUS_RULE,  # watched only where its CRD is served (kopf skips unserved resources)
+)
+"""Every kind of child the operator makes, each watched (:mod:`sleuth.operator.handlers`)."""
 
 AWAITED = frozenset({"SecretNotFound", "DatasetNotFound"})
 """Ready reasons naming an object no watch follows (a Secret, a dataset ConfigMap): the key is
@@ -169,9 +200,12 @@ class Runtime:
         finally:
             self.metrics.observe(kind, outcome, time.monotonic() - started)
 
-    def relist(self) -> None:
+    def relist(self, children: bool = False) -> None:
         """One real list of ToolBindings per watched scope into the cache (a failure leaves the
-        reconcilers listing for themselves until the next one succeeds)."""
+        reconcilers listing for themselves until the next one succeeds); with ``children``,
+        also one list of each child kind's metadata, which forgets the children deleted while
+        a watch was away (kopf's relisting after "410 Gone" reports no deletions), so that the
+        resync's reconciles read them absent and apply them again."""
         kube = self.ctx.kube
         if not isinstance(kube, OperatorKube):
             return
@@ -183,6 +217,18 @@ class Runtime:
                 log.warning("listing ToolBindings in %s: %s", scope or "all namespaces", err)
                 continue
             self.cache.relisted(TOOL_BINDING.kind, scope, items, version)
+        if not children:
+            return
+        selector = ",".join(f"{k}={v}" for k, v in MANAGED.items())
+        for resource in CHILD_RESOURCES:
+            for scope in scopes:
+                try:
+                    names, version = kube.names_at(resource, scope, selector)
+                except SleuthError as err:
+                    log.warning("listing %s in %s: %s", resource.plural, scope or "all", err)
+                    continue
+                for key in self.cache.relisted_children(resource, scope, names, version):
+                    log.warning("%s %s/%s went without an event: applied again", *key[1:])
 
     def resync_once(self) -> int:
         """Enqueue every object the watches know; returns how many."""
@@ -193,7 +239,7 @@ class Runtime:
 
     def _resync_forever(self) -> None:
         while not self._stopping.wait(self.settings.resync_seconds):
-            self.relist()
+            self.relist(children=True)
             log.info("resync: %d objects enqueued", self.resync_once())
 
     # -- what the watches report ------------------------------------------------------------
@@ -272,4 +318,12 @@ class Runtime:
             self.queue.add((EVAL_SCHEDULE.kind, namespace, schedule))
 
 
-__all__ = ["AWAITED", "RECONCILERS", "LoopSettings", "Runtime", "awaits_unwatched"]
+__all__ = [
+    "AWAITED",
+    "CHILD_RESOURCES",
+    "MANAGED",
+    "RECONCILERS",
+    "LoopSettings",
+    "Runtime",
+    "awaits_unwatched",
+]

@@ -7,10 +7,12 @@ maps from it instead of listing on every event, the resync enqueues its keys,
 :mod:`sleuth.operator.applier` compares a child's fingerprint with the one it last applied before
 writing, and serves the reconcilers' lists of ToolBindings from it once a real list has filled it
 (:meth:`WatchCache.relisted`, at start and at every resync, which also drops what a missed
-DELETED event left behind). The reconcilers' lists of their own children (what they prune) are
-served from the children's labels and owners too (:meth:`WatchCache.children`): a child the
-watch has not reported yet is not pruned now, but its event then wakes its owner, whose next
-reconcile prunes it. Thread-safe: the event loop writes, worker threads read.
+DELETED event left behind; the resync's list of each child kind's names does the same for the
+children, :meth:`WatchCache.relisted_children`). The reconcilers' lists of their own children
+(what they prune) are served from the children's labels and owners too
+(:meth:`WatchCache.owned`): a child the watch has not reported yet is not pruned now, but its
+event then wakes its owner, whose next reconcile prunes it. Thread-safe: the event loop writes,
+worker threads read.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+from sleuth.core.kube import Resource
 
 Key = tuple[str, str, str]  # (kind, namespace, name)
 ChildKey = tuple[str, str, str, str]  # (apiVersion, kind, namespace, name)
@@ -52,6 +56,7 @@ class SeenChild:
     labels: dict[str, str]
     owners: tuple[str, ...]  # uids of its ownerReferences
     view: dict[str, Any] | None = None  # a Deployment's generation, replicas, strategy, status
+    version: int | None = None  # its resourceVersion
 
     def stub(self, namespace: str, name: str) -> dict[str, Any]:
         """The child as a list item carrying only what :func:`prune` reads."""
@@ -229,6 +234,7 @@ class WatchCache:
             labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
             owners=tuple(str(r.get("uid", "")) for r in meta.get("ownerReferences") or []),
             view=rollout_view(obj) if obj.get("kind") == "Deployment" else None,
+            version=_version(obj),
         )
         key = child_key(obj)
         with self._lock:
@@ -236,6 +242,34 @@ class WatchCache:
             self._children[key] = seen
             for owner in seen.owners:
                 self._owned.setdefault(owner, set()).add(key)
+
+    def relisted_children(
+        self,
+        resource: Resource,
+        scope: str | None,
+        listed: set[tuple[str, str]],
+        version: str,
+    ) -> list[ChildKey]:
+        """Merge a real list of one child kind in ``scope`` (a namespace, None: all): the
+        (namespace, name) it held at collection ``version``. A child it lacks that no later
+        event reported was deleted without its watch saying so; it is forgotten (its owner's
+        next reconcile reads it absent and applies it again) and returned. A list of a kind not
+        served (``version`` "") changes nothing."""
+        if not version.isdigit():
+            return []
+        at, gone = int(version), []
+        with self._lock:
+            for key, seen in list(self._children.items()):
+                if key[0] != resource.api_version or key[1] != resource.kind:
+                    continue
+                if (scope is not None and key[2] != scope) or (key[2], key[3]) in listed:
+                    continue
+                if seen.version is not None and seen.version > at:
+                    continue  # reported after the list was taken
+                self._unown(key)
+                del self._children[key]
+                gone.append(key)
+        return gone
 
     def gone_child(self, obj: dict[str, Any]) -> None:
         self.forget_child(child_key(obj))
