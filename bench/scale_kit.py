@@ -281,20 +281,26 @@ def peak_rss_mib(pid: int) -> float:
 
 
 def resync_pass(log: Path, pid: int, timeout: float, quiet_cpu: float = 0.05) -> dict[str, Any]:
-    """Wait (at most ``timeout`` s) for the operator's next resync (its ``resync: N objects``
-    log line), then for the pass to end (CPU below ``quiet_cpu`` s per s over 3 s); its CPU
-    seconds, wall seconds and object count. ``{}`` when no pass started in time."""
+    """Wait (at most ``timeout`` s) for the operator's next resync (its ``resync: relisting``
+    log line), then for the pass — its lists, then a reconcile of every object — to end (CPU
+    below ``quiet_cpu`` s per s over 3 s); its CPU seconds (from the last sample before the
+    line), wall seconds and object count (its ``resync: N objects`` line). ``{}`` when no pass
+    started in time."""
 
-    def passes() -> list[str]:
+    def lines() -> list[str]:
         return [ln for ln in log.read_text(errors="replace").splitlines() if "resync: " in ln]
 
-    before, deadline = len(passes()), time.monotonic() + timeout
-    while len(passes()) == before:
+    def starts() -> int:
+        return sum("resync: relisting" in ln for ln in lines())
+
+    before, deadline = starts(), time.monotonic() + timeout
+    cpu0 = cpu_seconds(pid)
+    while starts() == before:
         if time.monotonic() > deadline:
             return {}
+        cpu0 = cpu_seconds(pid)
         time.sleep(0.5)
-    started, cpu0 = time.monotonic(), cpu_seconds(pid)
-    words = passes()[before].split("resync: ", 1)[1].split()
+    started = time.monotonic()
     samples = [(started, cpu0)]
     while time.monotonic() < deadline:
         time.sleep(1.0)
@@ -302,6 +308,8 @@ def resync_pass(log: Path, pid: int, timeout: float, quiet_cpu: float = 0.05) ->
         old = [s for s in samples if s[0] <= samples[-1][0] - 3.0]
         if old and (samples[-1][1] - old[-1][1]) / (samples[-1][0] - old[-1][0]) < quiet_cpu:
             end = old[-1]  # the pass ended before the quiet seconds
+            counts = [ln for ln in lines() if "objects enqueued" in ln]
+            words = counts[-1].split("resync: ", 1)[1].split() if counts else []
             return {
                 "cpu_s": end[1] - cpu0,
                 "wall_s": end[0] - started,

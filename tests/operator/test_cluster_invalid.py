@@ -297,8 +297,10 @@ def test_missing_secret_and_missing_agent_are_conditions_that_heal(
     rv = json.loads(
         kube.kubectl("get", "agentdeployment", "contracts", "-n", namespace, "-o", "json").stdout
     )["metadata"]["resourceVersion"]
-    runs = operator.text().count("resync: ")
-    eventually(lambda: operator.text().count("resync: ") >= runs + 3, what="three more resyncs")
+    runs = operator.text().count("objects enqueued")
+    eventually(
+        lambda: operator.text().count("objects enqueued") >= runs + 3, what="three more resyncs"
+    )
     after = json.loads(
         kube.kubectl("get", "agentdeployment", "contracts", "-n", namespace, "-o", "json").stdout
     )["metadata"]["resourceVersion"]

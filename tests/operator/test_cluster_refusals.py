@@ -252,8 +252,10 @@ def test_a_refused_child_is_on_the_owner_and_the_others_are_applied(
     assert not _get(kube, namespace, "deployment/big-sql-tool")
     # No retry storm: the resync keeps trying, quietly: nothing is rewritten.
     version = _get(kube, namespace, "toolbinding/big-sql")["metadata"]["resourceVersion"]
-    runs = operator.text().count("resync: ")
-    eventually(lambda: operator.text().count("resync: ") >= runs + 3, what="three more resyncs")
+    runs = operator.text().count("objects enqueued")
+    eventually(
+        lambda: operator.text().count("objects enqueued") >= runs + 3, what="three more resyncs"
+    )
     assert _get(kube, namespace, "toolbinding/big-sql")["metadata"]["resourceVersion"] == version
     assert len(_events(kube, namespace, "big-sql", "ChildRejected")) == len(events)
 

@@ -239,6 +239,7 @@ class Runtime:
 
     def _resync_forever(self) -> None:
         while not self._stopping.wait(self.settings.resync_seconds):
+            log.info("resync: relisting")
             self.relist(children=True)
             log.info("resync: %d objects enqueued", self.resync_once())
 
