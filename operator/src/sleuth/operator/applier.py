@@ -131,7 +131,7 @@ class OperatorKube(Kube):
             found = self._request("GET", resource.path(namespace), query=query, accept=accept)
             meta = (found or {}).get("metadata") or {}
             version = version or str(meta.get("resourceVersion", ""))
-            yield (found or {}).get("items", []), version
+            yield (found or {}).get("items") or [], version  # (an empty metadata list: null)
             token = str(meta.get("continue") or "")
             if not token:
                 return
