@@ -137,6 +137,26 @@ def test_a_child_deleted_without_an_event_is_applied_again_after_the_resyncs_lis
     assert cache.relisted_children(CONFIG_MAP, NS, set(), "") == []  # a kind not served
 
 
+def test_a_child_its_kinds_list_did_not_hold_is_created_without_a_read() -> None:
+    cache = WatchCache()
+    kube = FakeApi(cache)
+    kube.apply(config_map("one"))
+    assert kube.requests == ["GET", "PATCH"]  # no list of ConfigMaps yet: read first
+    other = config_map("one") | {"metadata": {"name": "other", "namespace": NS}}
+    cache.relisted_children(CONFIG_MAP, NS, {(NS, "agent")}, "3")
+    kube.requests.clear()
+    kube.apply(other)
+    assert kube.requests == ["PATCH"]  # not listed, not watched: created without a read
+    kube.requests.clear()
+    kube.apply(other)
+    assert kube.requests == ["GET"]  # written by this process, not yet watched: read, equal
+    cache.forget_child(("v1", "ConfigMap", NS, "agent"))
+    assert not cache.absent(("v1", "ConfigMap", NS, "agent"))  # it was listed: read it
+    assert not cache.absent(("apps/v1", "Deployment", NS, "agent"))  # no list of that kind
+    cache.relisted_children(CONFIG_MAP, None, set(), "4")  # a list of all namespaces
+    assert cache.absent(("v1", "ConfigMap", "elsewhere", "x"))
+
+
 def test_a_restarted_applier_reads_once_and_writes_nothing_when_converged() -> None:
     first = FakeApi(WatchCache())
     first.apply(config_map("one"))

@@ -153,8 +153,9 @@ class Runtime:
     # -- the loop ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Fill the ToolBinding cache, start the workers and the resync."""
-        self.relist()
+        """Fill the ToolBinding cache and the children's names, start the workers and the
+        resync."""
+        self.relist(children=True)
         self._threads = run_workers(self.queue, self.process, self.settings.workers, "reconcile")
         resync = threading.Thread(target=self._resync_forever, name="resync", daemon=True)
         resync.start()
@@ -203,8 +204,9 @@ class Runtime:
     def relist(self, children: bool = False) -> None:
         """One real list of ToolBindings per watched scope into the cache (a failure leaves the
         reconcilers listing for themselves until the next one succeeds); with ``children``,
-        also one list of each child kind's metadata, which forgets the children deleted while
-        a watch was away (kopf's relisting after "410 Gone" reports no deletions), so that the
+        also one list of each child kind's names: the applier creates a child none of them
+        holds without reading it first, and the cache forgets the children deleted while a
+        watch was away (kopf's relisting after "410 Gone" reports no deletions), so that the
         resync's reconciles read them absent and apply them again."""
         kube = self.ctx.kube
         if not isinstance(kube, OperatorKube):

@@ -136,6 +136,7 @@ class WatchCache:
     _bodies: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=dict)
     _listed: dict[str, set[str | None]] = field(default_factory=dict)
     _gone: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    _named: dict[tuple[str, str, str | None], set[tuple[str, str]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def seen_object(self, kind: str, namespace: str, name: str, agent: str | None) -> str | None:
@@ -259,6 +260,7 @@ class WatchCache:
             return []
         at, gone = int(version), []
         with self._lock:
+            self._named[(resource.api_version, resource.kind, scope)] = set(listed)
             for key, seen in list(self._children.items()):
                 if key[0] != resource.api_version or key[1] != resource.kind:
                     continue
@@ -270,6 +272,19 @@ class WatchCache:
                 del self._children[key]
                 gone.append(key)
         return gone
+
+    def absent(self, key: ChildKey) -> bool:
+        """Whether a child is known not to exist: no watch has reported it and the last list of
+        its kind covering its namespace did not hold it (False when no list covered it)."""
+        api_version, kind, namespace, name = key
+        with self._lock:
+            if key in self._children:
+                return False
+            for scope in (namespace, None):
+                listed = self._named.get((api_version, kind, scope))
+                if listed is not None:
+                    return (namespace, name) not in listed
+        return False
 
     def gone_child(self, obj: dict[str, Any]) -> None:
         self.forget_child(child_key(obj))
