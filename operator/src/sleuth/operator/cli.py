@@ -225,5 +225,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--leader-election-namespace", help="namespace of the Lease (default: $POD_NAMESPACE)"
     )
-    parser.add_argument("--verbose", action="store_true", help="log every reconcile")
+    parser.add_argument(
+        "--verbose", action="store_true", help="log every reconcile and every watch event"
+    )
     parser.set_defaults(func=_run)
