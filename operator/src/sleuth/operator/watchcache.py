@@ -136,6 +136,7 @@ class WatchCache:
     _bodies: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=dict)
     _listed: dict[str, set[str | None]] = field(default_factory=dict)
     _gone: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    # (apiVersion, kind, scope) -> the (namespace, name) its last list held: what absent() reads
     _named: dict[tuple[str, str, str | None], set[tuple[str, str]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
