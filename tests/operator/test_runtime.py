@@ -111,6 +111,60 @@ def test_a_child_event_wakes_its_controller_and_a_tool_childs_agent() -> None:
     assert rt.cache.child(("apps/v1", "Deployment", NS, "docs-tool")) is not None
     rt.child_seen(child, deleted=True)
     assert rt.cache.child(("apps/v1", "Deployment", NS, "docs-tool")) is None
+    assert drain(rt) == [("ToolBinding", NS, "docs"), ("AgentDeployment", NS, "contracts")]
+
+
+def _tool_deployment(status: dict[str, Any], kind: str = "Deployment") -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1" if kind == "Deployment" else "v1",
+        "kind": kind,
+        "metadata": {
+            "namespace": NS,
+            "name": "docs-tool",
+            "uid": "u-1",
+            "generation": 1,
+            "resourceVersion": "7",
+            "labels": {"sleuth.dev/agent": "contracts"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "sleuth.dev/v1alpha1",
+                    "kind": "ToolBinding",
+                    "name": "docs",
+                    "controller": True,
+                    "uid": "tb-1",
+                },
+            ],
+        },
+        "spec": {"replicas": 1},
+        "status": status,
+    }
+
+
+def test_a_child_event_wakes_only_those_that_read_what_changed() -> None:
+    """Its owner when its content or its rollout changed; the tool's agent only when the
+    tool's Deployment starts or stops serving; nobody for a condition's new timestamp."""
+    rt = runtime()
+    rt.child_seen(_tool_deployment({}), deleted=False)
+    assert drain(rt) == [("ToolBinding", NS, "docs"), ("AgentDeployment", NS, "contracts")]
+    rolling = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1}
+    rt.child_seen(_tool_deployment(rolling), deleted=False)
+    assert drain(rt) == [("ToolBinding", NS, "docs")]  # not serving yet: the agent reads nothing
+    touched = {**rolling, "conditions": [{"type": "Available", "lastUpdateTime": "t2"}]}
+    rt.child_seen(_tool_deployment(touched), deleted=False)
+    rt.child_seen(_tool_deployment({**touched, "readyReplicas": 1}), deleted=False)
+    assert drain(rt) == []  # nothing its rollout is read from
+    serving = {**touched, "readyReplicas": 1, "availableReplicas": 1}
+    rt.child_seen(_tool_deployment(serving), deleted=False)
+    assert drain(rt) == [("ToolBinding", NS, "docs"), ("AgentDeployment", NS, "contracts")]
+    edited = _tool_deployment(serving)
+    edited["spec"]["revisionHistoryLimit"] = 3  # drift, still serving: its owner only
+    rt.child_seen(edited, deleted=False)
+    assert drain(rt) == [("ToolBinding", NS, "docs")]
+    service = _tool_deployment({}, kind="Service")
+    rt.child_seen(service, deleted=False)
+    assert drain(rt) == [("ToolBinding", NS, "docs")]  # the agent reads no tool Service
+    rt.child_seen(service, deleted=False)
+    assert drain(rt) == []
 
 
 def test_outcomes_decide_retry_a_permanent_error_is_not_retried() -> None:

@@ -8,7 +8,7 @@ from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
 from sleuth.operator.bindings import bindings_for
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.reconcile_common import SecretCheck, parse_spec, secret_conditions
-from sleuth.operator.status import Cond, rollout, settle, status_patch, transitions
+from sleuth.operator.status import Cond, newsworthy, rollout, settle, status_patch
 
 pytestmark = pytest.mark.unit
 
@@ -21,8 +21,48 @@ def test_last_transition_time_moves_only_on_a_flip() -> None:
     assert same[0]["observedGeneration"] == 2
     flipped = settle(same, [Cond("Ready", "True", "Ready", "ok")], 2, "T3")
     assert flipped[0]["lastTransitionTime"] == "T3"
-    assert [c["reason"] for c in transitions(same, flipped)] == ["Ready"]
-    assert transitions(flipped, flipped) == []
+    assert [c["reason"] for c in newsworthy(same, flipped)] == ["Ready"]
+    assert newsworthy(flipped, flipped) == []
+
+
+def test_events_for_ready_and_degraded_changes_and_unhealthy_first_values() -> None:
+    created = settle(
+        None,
+        [
+            Cond("Ready", "False", "ToolServiceNotReady"),
+            Cond("Progressing", "True", "RollingOut"),
+            Cond("Degraded", "False", "AsExpected"),
+        ],
+        1,
+        "T1",
+    )
+    assert [c["reason"] for c in newsworthy(None, created)] == ["ToolServiceNotReady"]
+    serving = settle(
+        created,
+        [
+            Cond("Ready", "True", "Ready"),
+            Cond("Progressing", "False", "Complete"),
+            Cond("Degraded", "False", "AsExpected"),
+        ],
+        1,
+        "T2",
+    )
+    assert [c["reason"] for c in newsworthy(created, serving)] == ["Ready"]
+    stuck = settle(
+        serving,
+        [
+            Cond("Ready", "True", "Ready"),
+            Cond("Progressing", "False", "ProgressDeadlineExceeded"),
+            Cond("Degraded", "True", "ProgressDeadlineExceeded"),
+        ],
+        2,
+        "T3",
+    )
+    assert [(c["type"], c["reason"]) for c in newsworthy(serving, stuck)] == [
+        ("Degraded", "ProgressDeadlineExceeded")
+    ]
+    broken = settle(None, [Cond("Degraded", "True", "InvalidSpec")], 1, "T1")
+    assert [c["reason"] for c in newsworthy(None, broken)] == ["InvalidSpec"]
 
 
 def test_conditions_are_ordered_ready_progressing_degraded() -> None:

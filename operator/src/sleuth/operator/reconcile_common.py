@@ -26,11 +26,12 @@ from sleuth.operator.render.meta import (
 from sleuth.operator.status import (
     Cond,
     Rollout,
+    healthy,
+    newsworthy,
     now_rfc3339,
     rollout,
     settle,
     status_patch,
-    transitions,
     unschedulable,
 )
 
@@ -213,7 +214,8 @@ def write_status(
     extra: dict[str, Any],
     managed: tuple[str, ...],
 ) -> dict[str, Any]:
-    """Settle conditions, write the status if it changed, post an Event per transition."""
+    """Settle conditions, write the status if it changed, post an Event for each change that is
+    news (:func:`~sleuth.operator.status.newsworthy`)."""
     meta = obj["metadata"]
     generation = int(meta.get("generation", 0))
     current = obj.get("status") or {}
@@ -223,12 +225,11 @@ def write_status(
     patch = status_patch(current, desired, ("observedGeneration", "conditions", *managed))
     if patch is not None:
         ctx.kube.patch_status(resource, meta["namespace"], meta["name"], patch)
-        for cond in transitions(current.get("conditions"), settled):
-            healthy = (cond["type"] == "Degraded") == (cond["status"] == "False")
+        for cond in newsworthy(current.get("conditions"), settled):
             emit(
                 ctx,
                 obj,
-                "Normal" if healthy or cond["type"] == "Progressing" else "Warning",
+                "Normal" if healthy(cond) else "Warning",
                 cond["reason"],
                 f"{cond['type']}={cond['status']}: {cond['message']}",
             )

@@ -53,7 +53,7 @@ from sleuth.operator.reconcile_common import Context
 from sleuth.operator.reconcile_eval import reconcile_eval
 from sleuth.operator.reconcile_tool import reconcile_tool
 from sleuth.operator.render.meta import AGENT_LABEL, MANAGED_BY, RenderSettings
-from sleuth.operator.watchcache import Key, WatchCache
+from sleuth.operator.watchcache import Change, Key, WatchCache
 from sleuth.operator.workqueue import Backoff, WorkQueue, run_workers
 
 log = logging.getLogger("sleuth.operator")
@@ -297,14 +297,17 @@ class Runtime:
             self.queue.add((kind, namespace, name))
 
     def child_seen(self, body: dict[str, Any], deleted: bool) -> None:
-        """A managed child changed or went: record its fingerprint, converge its owner."""
+        """A managed child changed or went: record its fingerprint; converge its owner when
+        anything the owner reads of it changed, and a tool's agent when the tool's Deployment
+        started or stopped serving (the agent reads nothing else of its tools' children)."""
         if deleted:
             self.cache.gone_child(body)
+            change = Change(owner=True, serving=True)
         else:
-            self.cache.seen_child(body)
+            change = self.cache.seen_child(body)
         meta = body.get("metadata") or {}
         namespace = meta.get("namespace")
-        if not namespace:
+        if not namespace or not change.owner:
             return
         for ref in meta.get("ownerReferences") or []:
             if not ref.get("controller") or ref.get("kind") not in self.reconcilers:
@@ -313,7 +316,8 @@ class Runtime:
                 continue
             self.queue.add((ref["kind"], namespace, ref["name"]))
             agent = (meta.get("labels") or {}).get(AGENT_LABEL)
-            if ref["kind"] == TOOL_BINDING.kind and agent:
+            tool_serving = body.get("kind") == DEPLOYMENT.kind and change.serving
+            if ref["kind"] == TOOL_BINDING.kind and agent and tool_serving:
                 self.queue.add((AGENT_DEPLOYMENT.kind, namespace, agent))
 
     def _wake_schedules(self, namespace: str, agent: str) -> None:

@@ -211,18 +211,32 @@ def settle(
     return out
 
 
-def transitions(
+EVENT_CONDITIONS = ("Ready", "Degraded")
+
+
+def healthy(cond: dict[str, Any]) -> bool:
+    """Ready=True, or Degraded=False."""
+    return bool((cond["type"] == "Degraded") == (cond["status"] == "False"))
+
+
+def newsworthy(
     current: list[dict[str, Any]] | None, settled: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Conditions whose status or reason changed: each one deserves an Event."""
+    """The conditions whose change deserves an Event: a change of ``Ready``'s or ``Degraded``'s
+    status or reason, or a first value that is not healthy. ``Progressing`` posts none (a
+    rollout is in that condition and in its Deployment's own Events; a stuck one turns Degraded),
+    nor does a new resource's healthy first value (``Degraded=False``): each Event is a write,
+    and those were more than half of them when 1,000 agents were created at once."""
     previous = {c.get("type"): c for c in current or []}
     changed = []
     for cond in settled:
+        if cond["type"] not in EVENT_CONDITIONS:
+            continue
         before = previous.get(cond["type"])
-        if before is None or (before.get("status"), before.get("reason")) != (
-            cond["status"],
-            cond["reason"],
-        ):
+        if before is None:
+            if not healthy(cond):
+                changed.append(cond)
+        elif (before.get("status"), before.get("reason")) != (cond["status"], cond["reason"]):
             changed.append(cond)
     return changed
 
@@ -253,16 +267,18 @@ def invalid_conditions(field_message: str) -> list[Cond]:
 
 
 __all__ = [
+    "EVENT_CONDITIONS",
     "PROGRESS_DEADLINE_EXCEEDED",
     "Cond",
     "Rollout",
+    "healthy",
     "invalid_conditions",
     "max_unavailable",
+    "newsworthy",
     "now_rfc3339",
     "progressing_condition",
     "rollout",
     "settle",
     "status_patch",
-    "transitions",
     "unschedulable",
 ]

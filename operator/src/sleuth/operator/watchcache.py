@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.core.kube import Resource
+from sleuth.operator.status import Rollout, rollout
 
 Key = tuple[str, str, str]  # (kind, namespace, name)
 ChildKey = tuple[str, str, str, str]  # (apiVersion, kind, namespace, name)
@@ -69,6 +70,26 @@ class SeenChild:
                 "ownerReferences": [{"uid": uid} for uid in self.owners],
             }
         }
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a child's watch event changed for the objects that read the child.
+
+    ``owner``: anything its owner's reconcile reads of it (content, labels, owners, or a
+    Deployment's rollout as :func:`~sleuth.operator.status.rollout` reads it) — or it appeared
+    or went. ``serving``: a Deployment started or stopped serving (or appeared or went), the one
+    thing an AgentDeployment reads of its tools' Deployments. An event that changes neither (a
+    condition's timestamp, ``readyReplicas`` ahead of ``availableReplicas``) wakes nobody."""
+
+    owner: bool
+    serving: bool
+
+
+def _rollout_of(seen: SeenChild | None) -> Rollout | None:
+    if seen is None or seen.view is None:
+        return None
+    return rollout(str(seen.view["metadata"].get("name") or ""), seen.view)
 
 
 def rollout_view(deployment: dict[str, Any]) -> dict[str, Any]:
@@ -228,7 +249,8 @@ class WatchCache:
                 return None
             return [b for (ns, _), b in self._bodies.get(kind, {}).items() if ns == namespace]
 
-    def seen_child(self, obj: dict[str, Any]) -> None:
+    def seen_child(self, obj: dict[str, Any]) -> Change:
+        """Record a child as its watch reported it; what changed since the last report."""
         meta = obj.get("metadata") or {}
         seen = SeenChild(
             fingerprint=fingerprint(obj),
@@ -240,10 +262,23 @@ class WatchCache:
         )
         key = child_key(obj)
         with self._lock:
+            before = self._children.get(key)
             self._unown(key)
             self._children[key] = seen
             for owner in seen.owners:
                 self._owned.setdefault(owner, set()).add(key)
+        if before is None:
+            return Change(owner=True, serving=True)
+        was, now = _rollout_of(before), _rollout_of(seen)
+        same = (before.fingerprint, before.labels, before.owners) == (
+            seen.fingerprint,
+            seen.labels,
+            seen.owners,
+        )
+        return Change(
+            owner=not same or was != now,
+            serving=(was is not None and was.ready) != (now is not None and now.ready),
+        )
 
     def relisted_children(
         self,
@@ -356,6 +391,7 @@ def _later_than(body: dict[str, Any], version: str) -> bool:
 
 
 __all__ = [
+    "Change",
     "ChildKey",
     "Key",
     "SeenChild",
