@@ -318,3 +318,53 @@ def test_rollouts_are_read_from_the_watch_unless_this_process_wrote_something_ne
     kube.requests.clear()
     assert kube.observed(DEPLOYMENT, NS, "docs-tool") == kube.store[path]
     assert kube.requests == ["GET"]  # the watch has not shown that write yet: read
+
+
+class StatusApi(FakeApi):
+    """Reads, and merge-patches of the status subresource, of sleuth objects."""
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        accept: str = "application/json",
+    ) -> dict[str, Any] | None:
+        if method != "PATCH":
+            return super()._request(method, path, query=query, body=body, accept=accept)
+        self.requests.append(method)
+        assert content_type == "application/merge-patch+json"
+        assert path.endswith("/status")
+        obj = self.store[path.removesuffix("/status")]
+        self.version += 1
+        obj["metadata"]["resourceVersion"] = str(self.version)
+        obj["status"] = {**(obj.get("status") or {}), **body["status"]}
+        return copy.deepcopy(obj)
+
+
+def test_sleuth_objects_are_read_from_the_cache_as_watched_or_as_last_written() -> None:
+    cache = WatchCache()
+    kube = StatusApi(cache)
+    path = TOOL_BINDING.path(NS, "docs")
+    kube.store[path] = binding("docs", 5)
+    kube.version = 5
+    assert kube.get(TOOL_BINDING, NS, "docs") == binding("docs", 5)
+    assert kube.requests == ["GET"]  # not watched yet: read
+    cache.keep("ToolBinding", binding("docs", 5), deleted=False)
+    kube.requests.clear()
+    assert kube.get(TOOL_BINDING, NS, "docs") == binding("docs", 5)
+    assert kube.requests == []  # watched: no request
+    kube.patch_status(TOOL_BINDING, NS, "docs", {"toolName": "docs"})
+    cache.keep("ToolBinding", binding("docs", 5), deleted=False)  # an older event, late
+    kept = kube.get(TOOL_BINDING, NS, "docs")
+    assert kept is not None
+    assert kept["status"] == {"toolName": "docs"}
+    assert kube.requests == ["PATCH"]
+    cache.keep("ToolBinding", kube.store[path], deleted=True)
+    del kube.store[path]
+    assert kube.get(TOOL_BINDING, NS, "docs") is None  # deleted: read, and absent
+    assert kube.requests == ["PATCH", "GET"]
+    assert kube.get(TOOL_BINDING, NS, "docs", sub="status") is None  # a subresource: read

@@ -22,7 +22,10 @@ so do the Deployments' rollouts its status reports (:meth:`OperatorKube.observed
 reconcile lists nothing and reads no child.
 
 Lists of ToolBindings (every reconcile reads its namespace's) are served from the watch cache
-once a real list filled it (:meth:`OperatorKube.list_at`, at start and at each resync). Every write
+once a real list filled it (:meth:`OperatorKube.list_at`, at start and at each resync), and so
+are the AgentDeployments and ToolBindings the reconcilers read (:meth:`OperatorKube.get`): the
+cache holds each as its watch last reported it or, newer, as the response to this process's last
+status write, so that a reconcile computes its status patch against what it wrote. Every write
 the reconcilers make goes through here and is counted in ``sleuth_operator_writes_total{verb}``
 (:mod:`sleuth.operator.metrics`), skipped applies in ``sleuth_operator_applies_skipped_total``.
 """
@@ -36,7 +39,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from sleuth.core.kube import DEPLOYMENT, TOOL_BINDING, Kube, Resource, resource_of
+from sleuth.core.kube import AGENT_DEPLOYMENT, DEPLOYMENT, TOOL_BINDING, Kube, Resource, resource_of
 from sleuth.operator.metrics import OperatorMetrics
 from sleuth.operator.watchcache import ChildKey, WatchCache, child_key, fingerprint
 
@@ -44,6 +47,8 @@ log = logging.getLogger("sleuth.operator")
 
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 PAGE = 250  # objects per page of a real list
+BODIES_KEPT = frozenset({AGENT_DEPLOYMENT.kind, TOOL_BINDING.kind})
+"""The kinds whose objects the watch cache holds whole: every reconcile reads them from it."""
 
 
 def covers(desired: Any, live: Any) -> bool:
@@ -139,6 +144,17 @@ class OperatorKube(Kube):
             if not token:
                 return
 
+    def get(
+        self, resource: Resource, namespace: str, name: str, sub: str | None = None
+    ) -> dict[str, Any] | None:
+        """An AgentDeployment or ToolBinding as its watch last reported it, or as this process
+        last wrote its status, whichever is newer (no request); one not held is read."""
+        if sub is None and resource.kind in BODIES_KEPT:
+            kept = self.cache.body(resource.kind, namespace, name)
+            if kept is not None:
+                return kept
+        return super().get(resource, namespace, name, sub)
+
     def observed(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
         """A Deployment's rollout as the watch last reported it (no request; the event of any
         later change wakes its owner again); anything else, or one not reported yet: read."""
@@ -228,7 +244,10 @@ class OperatorKube(Kube):
         resource_version: str | None = None,
     ) -> dict[str, Any] | None:
         self.metrics.wrote("patch_status", resource.kind)
-        return super().patch_status(resource, namespace, name, status, resource_version)
+        written = super().patch_status(resource, namespace, name, status, resource_version)
+        if written is not None and resource.kind in BODIES_KEPT:
+            self.cache.keep(resource.kind, written, deleted=False)  # before its event comes
+        return written
 
     def create(self, manifest: dict[str, Any]) -> dict[str, Any] | None:
         self.metrics.wrote("create", manifest["kind"])

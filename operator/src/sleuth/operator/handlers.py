@@ -67,10 +67,10 @@ async def drain(memo: Any, **_: Any) -> None:
 
 @kopf.on.event(GROUP, VERSION, AGENT_DEPLOYMENT.plural)
 async def agent_event(
-    type: str | None, namespace: str | None, name: str, memo: Any, **_: Any
+    type: str | None, namespace: str | None, name: str, event: Any, memo: Any, **_: Any
 ) -> None:
     assert namespace is not None, "sleuth kinds are namespaced"
-    runtime_of(memo).agent_seen(namespace, name, deleted=type == "DELETED")
+    runtime_of(memo).agent_seen(namespace, name, deleted=type == "DELETED", body=event["object"])
 
 
 @kopf.on.event(GROUP, VERSION, TOOL_BINDING.plural)

@@ -10,7 +10,8 @@ its worker threads and the resync — so that no module holds state of its own:
   key (:meth:`Runtime.process`); retryable failures back off per key, permanent ones wait for a
   change or the next resync;
 - every ``resync_seconds`` the resync enqueues every key the watches know, after one real list
-  of ToolBindings per watched scope refreshed the cache the reconcilers read them from, and one
+  of AgentDeployments and ToolBindings per watched scope refreshed the cache the reconcilers read
+  them from, and one
   list of each child kind's names forgot the children deleted without an event;
 - :meth:`Runtime.stop` stops taking work and waits, at most ``shutdown_seconds``, for the
   reconciles in flight.
@@ -202,23 +203,25 @@ class Runtime:
             self.metrics.observe(kind, outcome, time.monotonic() - started)
 
     def relist(self, children: bool = False) -> None:
-        """One real list of ToolBindings per watched scope into the cache (a failure leaves the
-        reconcilers listing for themselves until the next one succeeds); with ``children``,
-        also one list of each child kind's names: the applier creates a child none of them
-        holds without reading it first, and the cache forgets the children deleted while a
-        watch was away (kopf's relisting after "410 Gone" reports no deletions), so that the
-        resync's reconciles read them absent and apply them again."""
+        """One real list of AgentDeployments and of ToolBindings per watched scope into the cache
+        (a failure leaves the reconcilers reading for themselves until the next one succeeds,
+        and drops what a missed DELETED event left behind); with ``children``, also one list of
+        each child kind's names: the applier creates a child none of them holds without reading
+        it first, and the cache forgets the children deleted while a watch was away (kopf's
+        relisting after "410 Gone" reports no deletions), so that the resync's reconciles read
+        them absent and apply them again."""
         kube = self.ctx.kube
         if not isinstance(kube, OperatorKube):
             return
         scopes: list[str | None] = list(self.settings.namespaces) or [None]
-        for scope in scopes:
-            try:
-                items, version = kube.list_at(TOOL_BINDING, scope)
-            except SleuthError as err:
-                log.warning("listing ToolBindings in %s: %s", scope or "all namespaces", err)
-                continue
-            self.cache.relisted(TOOL_BINDING.kind, scope, items, version)
+        for resource in (AGENT_DEPLOYMENT, TOOL_BINDING):
+            for scope in scopes:
+                try:
+                    items, version = kube.list_at(resource, scope)
+                except SleuthError as err:
+                    log.warning("listing %s in %s: %s", resource.plural, scope or "all", err)
+                    continue
+                self.cache.relisted(resource.kind, scope, items, version)
         if not children:
             return
         selector = ",".join(f"{k}={v}" for k, v in MANAGED.items())
@@ -247,11 +250,15 @@ class Runtime:
 
     # -- what the watches report ------------------------------------------------------------
 
-    def agent_seen(self, namespace: str, name: str, deleted: bool) -> None:
+    def agent_seen(
+        self, namespace: str, name: str, deleted: bool, body: dict[str, Any] | None = None
+    ) -> None:
         """An AgentDeployment changed or went: it, its EvalSchedules and (when it appears or
         goes) its ToolBindings converge."""
         kind = AGENT_DEPLOYMENT.kind
         known = self.cache.has(kind, namespace, name)
+        if body is not None:
+            self.cache.keep(kind, body, deleted)
         if deleted:
             self.cache.gone_object(kind, namespace, name)
         else:

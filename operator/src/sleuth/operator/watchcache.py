@@ -241,6 +241,12 @@ class WatchCache:
                     del self._gone[tomb]  # this list no longer holds it: nothing to guard
             self._listed.setdefault(kind, set()).add(scope)
 
+    def body(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The ``kind`` object as last watched (or written by this process); None when not
+        kept."""
+        with self._lock:
+            return self._bodies.get(kind, {}).get((namespace, name))
+
     def bodies(self, kind: str, namespace: str) -> list[dict[str, Any]] | None:
         """The ``kind`` objects of ``namespace``; None until a real list covered it."""
         with self._lock:
