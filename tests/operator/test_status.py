@@ -36,7 +36,7 @@ def test_events_for_ready_and_degraded_changes_and_unhealthy_first_values() -> N
         1,
         "T1",
     )
-    assert [c["reason"] for c in newsworthy(None, created)] == ["ToolServiceNotReady"]
+    assert newsworthy(None, created) == []  # only waiting for its pods: no news yet
     serving = settle(
         created,
         [
@@ -61,8 +61,20 @@ def test_events_for_ready_and_degraded_changes_and_unhealthy_first_values() -> N
     assert [(c["type"], c["reason"]) for c in newsworthy(serving, stuck)] == [
         ("Degraded", "ProgressDeadlineExceeded")
     ]
-    broken = settle(None, [Cond("Degraded", "True", "InvalidSpec")], 1, "T1")
-    assert [c["reason"] for c in newsworthy(None, broken)] == ["InvalidSpec"]
+    broken = settle(
+        None,
+        [
+            Cond("Ready", "False", "InvalidSpec"),
+            Cond("Progressing", "False", "InvalidSpec"),
+            Cond("Degraded", "True", "InvalidSpec"),
+        ],
+        1,
+        "T1",
+    )
+    assert [(c["type"], c["reason"]) for c in newsworthy(None, broken)] == [
+        ("Ready", "InvalidSpec"),
+        ("Degraded", "InvalidSpec"),
+    ]
 
 
 def test_conditions_are_ordered_ready_progressing_degraded() -> None:

@@ -93,7 +93,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         owner, spec, bound.accepted, ctx.settings
     )
     held = hold_left(obj["metadata"].get("creationTimestamp"), ctx.now())
-    if held and kube.get(DEPLOYMENT, namespace, agent_name(owner)) is not None:
+    if held and kube.observed(DEPLOYMENT, namespace, agent_name(owner)) is not None:
         held = 0.0  # created already: the hold is for its first rollout only
     if held:
         manifests = [m for m in manifests if not _is_agent_deployment(m, owner)]

@@ -223,18 +223,23 @@ def newsworthy(
     current: list[dict[str, Any]] | None, settled: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """The conditions whose change deserves an Event: a change of ``Ready``'s or ``Degraded``'s
-    status or reason, or a first value that is not healthy. ``Progressing`` posts none (a
-    rollout is in that condition and in its Deployment's own Events; a stuck one turns Degraded),
-    nor does a new resource's healthy first value (``Degraded=False``): each Event is a write,
-    and those were more than half of them when 1,000 agents were created at once."""
+    status or reason, and the first values of a resource that starts out degraded (anything but
+    ``Degraded=False``: an invalid spec, a refused child, a missing Secret) that are not healthy.
+
+    ``Progressing`` posts none (a rollout is in that condition and in its Deployments' own
+    Events; a stuck one turns Degraded), and a new resource that is only waiting for its pods
+    (``Ready=False``, ``Degraded=False``) posts nothing until it turns Ready: each Event is a
+    write, and those were most of them when 1,000 agents were created at once."""
     previous = {c.get("type"): c for c in current or []}
+    degraded = next((c for c in settled if c["type"] == "Degraded"), None)
+    starts_degraded = degraded is not None and degraded["status"] != "False"
     changed = []
     for cond in settled:
         if cond["type"] not in EVENT_CONDITIONS:
             continue
         before = previous.get(cond["type"])
         if before is None:
-            if not healthy(cond):
+            if starts_degraded and not healthy(cond):
                 changed.append(cond)
         elif (before.get("status"), before.get("reason")) != (cond["status"], cond["reason"]):
             changed.append(cond)
