@@ -205,6 +205,29 @@ def test_bindings_are_served_only_after_a_real_list_and_follow_the_events() -> N
     assert names(cache) == ["a", "c"]
 
 
+def test_the_bindings_of_one_agent_come_from_an_index_that_follows_every_change() -> None:
+    cache = WatchCache()
+    kube = FakeApi(cache)
+
+    def of(agent: str) -> list[str]:
+        return [b["metadata"]["name"] for b in kube.list_naming(TOOL_BINDING, NS, agent)]
+
+    other = binding("x", 4)
+    other["spec"]["agentRef"]["name"] = "other"
+    cache.relisted("ToolBinding", NS, [binding("a", 5), binding("b", 6), other], "10")
+    assert of("contracts") == ["a", "b"]
+    assert of("other") == ["x"]
+    moved = binding("a", 11)
+    moved["spec"]["agentRef"]["name"] = "other"  # re-pointed to another agent
+    cache.keep("ToolBinding", moved, deleted=False)
+    cache.keep("ToolBinding", binding("b", 12), deleted=True)
+    assert of("contracts") == []
+    assert of("other") == ["a", "x"]
+    cache.relisted("ToolBinding", NS, [moved], "20")  # "x" went without an event
+    assert of("other") == ["a"]
+    assert kube.requests == []  # all from the cache
+
+
 def test_a_relist_drops_what_a_missed_delete_left_and_never_brings_back_a_deleted_one() -> None:
     cache = WatchCache()
     cache.relisted("ToolBinding", NS, [binding("a", 5), binding("b", 6)], "10")

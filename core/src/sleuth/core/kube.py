@@ -231,6 +231,15 @@ class Kube:
             if any(r.get("uid") == owner_uid for r in obj["metadata"].get("ownerReferences") or [])
         ]
 
+    def list_naming(self, resource: Resource, namespace: str, agent: str) -> list[dict[str, Any]]:
+        """The objects of ``namespace`` whose ``spec.agentRef.name`` is ``agent`` (ToolBindings,
+        EvalSchedules); a client with a watch cache may answer from an index."""
+        return [
+            obj
+            for obj in self.list(resource, namespace)
+            if ((obj.get("spec") or {}).get("agentRef") or {}).get("name") == agent
+        ]
+
     def list(
         self, resource: Resource, namespace: str | None, label_selector: str | None = None
     ) -> list[dict[str, Any]]:

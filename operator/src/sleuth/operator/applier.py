@@ -179,6 +179,14 @@ class OperatorKube(Kube):
             return super().owned(resource, namespace, label_selector, owner_uid)
         return found
 
+    def list_naming(self, resource: Resource, namespace: str, agent: str) -> list[dict[str, Any]]:
+        """ToolBindings from the watch cache's agent index once a real list filled it."""
+        if resource == TOOL_BINDING:
+            cached = self.cache.bodies(resource.kind, namespace, agent)
+            if cached is not None:
+                return cached
+        return super().list_naming(resource, namespace, agent)
+
     def list(
         self, resource: Resource, namespace: str | None, label_selector: str | None = None
     ) -> list[dict[str, Any]]:

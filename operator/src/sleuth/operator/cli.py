@@ -91,28 +91,6 @@ def loop_settings(
     )
 
 
-M_ARENA_MAX = -8  # glibc's mallopt parameter
-MALLOC_ARENAS = 2
-
-
-def few_malloc_arenas() -> bool:
-    """Let glibc's malloc keep at most :data:`MALLOC_ARENAS` heaps, before any thread starts.
-
-    Python's objects above 512 bytes (every JSON document the watches and the workers decode)
-    come from malloc, and by default each thread that allocates gets a heap of its own (up to
-    eight per core), whose freed pages mostly stay resident: the workers, kopf's loop and the
-    executor's threads each kept one. Whether it worked (False off glibc)."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-        return bool(libc is not None and libc.mallopt(M_ARENA_MAX, MALLOC_ARENAS) == 1)
-    except (OSError, AttributeError):
-        return False
-
-
 def _run(args: argparse.Namespace) -> int:
     import kopf
     from kopf._core.engines.peering import Identity  # a NewType of str, not re-exported
@@ -121,7 +99,6 @@ def _run(args: argparse.Namespace) -> int:
     from sleuth.operator.leader import default_identity, lead
     from sleuth.operator.runtime import Runtime
 
-    few_malloc_arenas()
     runtime = Runtime.build(loop_settings(args))
     if args.metrics_port:
         from sleuth.operator.metrics import serve

@@ -34,6 +34,7 @@ from sleuth.operator.runtime import CHILD_RESOURCES, MANAGED, Runtime
 log = logging.getLogger("sleuth.operator")
 
 LIST_CHUNK = 250  # objects per page of a listing
+IDLE_WORKER_SECONDS = 0.5
 
 
 def runtime_of(memo: Any) -> Runtime:
@@ -56,6 +57,10 @@ async def configure(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> Non
     # per kind would be tens of MB of JSON parsed at once, and the peak stays in the RSS.
     settings.watching.chunk_size = LIST_CHUNK
     settings.watching.client_timeout = 150
+    # kopf keeps a task per object, and the body of its last event, until the object has had
+    # no event for this long (default 5 s): after a start or a relisting, that is every object
+    # of every watched kind at once, the operator's peak memory.
+    settings.queueing.idle_timeout = IDLE_WORKER_SECONDS
     await asyncio.to_thread(runtime_of(memo).start)
 
 

@@ -88,7 +88,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         )
 
     owner = owner_of(obj)
-    bound = bindings_for(kube.list(TOOL_BINDING, namespace), name)
+    bound = bindings_for(kube.list_naming(TOOL_BINDING, namespace, name), name)
     manifests = render_model(owner, spec.model, ctx.settings) + render_agent(
         owner, spec, bound.accepted, ctx.settings
     )

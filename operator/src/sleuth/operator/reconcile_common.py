@@ -164,9 +164,11 @@ def observe_rollout(
     kube: Kube, namespace: str, name: str, component: Component, instance: str
 ) -> Rollout:
     """The rollout of Deployment ``name``; while it is not complete, with the scheduler's reason
-    when its pods (selected by ``component`` and ``instance``) cannot be placed."""
+    when its pods (selected by ``component`` and ``instance``) cannot be placed. Its pods are
+    not listed before the Deployment controller has observed its latest spec (a Deployment just
+    created or changed): the event of that observation wakes the owner again."""
     found = rollout(name, kube.observed(DEPLOYMENT, namespace, name))
-    if not found.exists or found.complete:
+    if not found.exists or found.complete or not found.current_generation:
         return found
     labels = selector_labels(component, instance)
     selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

@@ -79,7 +79,7 @@ def _without_children(
 
 def _target(agent: dict[str, Any], bindings: list[dict[str, Any]]) -> EvalTarget | None:
     """The agent's model endpoint and name from its status (None until it reports them), and
-    its retrieval embeddings endpoint from its ToolBindings (``bindings``: the namespace's)."""
+    its retrieval embeddings endpoint from its ToolBindings (``bindings``: those naming it)."""
     status = agent.get("status") or {}
     endpoint, model = status.get("modelEndpoint"), status.get("model")
     if not endpoint or not model:
@@ -115,7 +115,7 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     if agent is None or agent["metadata"].get("deletionTimestamp"):
         message = f"spec.agentRef.name: AgentDeployment {agent_name} not found in {namespace}"
         return _without_children(ctx, obj, "AgentNotFound", message)
-    target = _target(agent, kube.list(TOOL_BINDING, namespace))
+    target = _target(agent, kube.list_naming(TOOL_BINDING, namespace, agent_name))
     if target is None:
         message = f"AgentDeployment {agent_name} has not reported its model endpoint yet"
         return _without_children(ctx, obj, "ModelEndpointUnknown", message)

@@ -81,7 +81,9 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     if agent is None or agent["metadata"].get("deletionTimestamp"):
         message = f"spec.agentRef.name: AgentDeployment {agent_name} not found in {namespace}"
         return _without_children(ctx, obj, "AgentNotFound", message, extra)
-    clashes = bindings_for(kube.list(TOOL_BINDING, namespace), agent_name).refused
+    clashes = bindings_for(
+        kube.list_naming(TOOL_BINDING, namespace, agent_name), agent_name
+    ).refused
     if name in clashes:
         return _without_children(ctx, obj, "ToolNameConflict", clashes[name], extra)
 

@@ -155,6 +155,8 @@ class WatchCache:
     _children: dict[ChildKey, SeenChild] = field(default_factory=dict)
     _owned: dict[str, set[ChildKey]] = field(default_factory=dict)  # owner uid -> children
     _bodies: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=dict)
+    # (kind, namespace, agentRef.name) -> names of the kept bodies naming that agent
+    _naming_bodies: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
     _listed: dict[str, set[str | None]] = field(default_factory=dict)
     _gone: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     # (apiVersion, kind, scope) -> the (namespace, name) its last list held: what absent() reads
@@ -212,11 +214,27 @@ class WatchCache:
         with self._lock:
             known = self._bodies.setdefault(kind, {})
             if deleted:
-                known.pop(key, None)
+                self._drop_body(kind, key)
                 self._gone[(kind, *key)] = body  # a list taken before must not bring it back
             elif _newer(body, known.get(key)):
-                known[key] = body
+                self._put_body(kind, key, body)
                 self._gone.pop((kind, *key), None)
+
+    def _put_body(self, kind: str, key: tuple[str, str], body: dict[str, Any]) -> None:
+        self._drop_body(kind, key)
+        self._bodies.setdefault(kind, {})[key] = body
+        agent = _agent_ref(body)
+        if agent is not None:
+            self._naming_bodies.setdefault((kind, key[0], agent), set()).add(key[1])
+
+    def _drop_body(self, kind: str, key: tuple[str, str]) -> None:
+        body = self._bodies.get(kind, {}).pop(key, None)
+        agent = None if body is None else _agent_ref(body)
+        names = None if agent is None else self._naming_bodies.get((kind, key[0], agent))
+        if names is not None:
+            names.discard(key[1])
+            if not names:
+                del self._naming_bodies[(kind, key[0], agent)]  # type: ignore[arg-type]
 
     def relisted(
         self, kind: str, scope: str | None, items: list[dict[str, Any]], version: str
@@ -229,13 +247,13 @@ class WatchCache:
             for key, body in list(known.items()):
                 mine = scope is None or key[0] == scope
                 if mine and key not in listed and not _later_than(body, version):
-                    del known[key]
+                    self._drop_body(kind, key)
             for key, body in listed.items():
                 gone = self._gone.get((kind, *key))
                 if gone is not None and _newer(gone, body):
                     continue
                 if _newer(body, known.get(key)):
-                    known[key] = body
+                    self._put_body(kind, key, body)
             for tomb in [t for t, body in self._gone.items() if t[0] == kind]:
                 if not _later_than(self._gone[tomb], version):
                     del self._gone[tomb]  # this list no longer holds it: nothing to guard
@@ -247,13 +265,20 @@ class WatchCache:
         with self._lock:
             return self._bodies.get(kind, {}).get((namespace, name))
 
-    def bodies(self, kind: str, namespace: str) -> list[dict[str, Any]] | None:
-        """The ``kind`` objects of ``namespace``; None until a real list covered it."""
+    def bodies(
+        self, kind: str, namespace: str, agent: str | None = None
+    ) -> list[dict[str, Any]] | None:
+        """The ``kind`` objects of ``namespace`` (with ``agent``: only those whose
+        ``spec.agentRef.name`` it is, from an index); None until a real list covered it."""
         with self._lock:
             scopes = self._listed.get(kind, set())
             if None not in scopes and namespace not in scopes:
                 return None
-            return [b for (ns, _), b in self._bodies.get(kind, {}).items() if ns == namespace]
+            known = self._bodies.get(kind, {})
+            if agent is not None:
+                names = self._naming_bodies.get((kind, namespace, agent), ())
+                return [known[(namespace, n)] for n in sorted(names)]
+            return [b for (ns, _), b in known.items() if ns == namespace]
 
     def seen_child(self, obj: dict[str, Any]) -> Change:
         """Record a child as its watch reported it; what changed since the last report."""
@@ -377,6 +402,11 @@ class WatchCache:
             if selected:
                 out.append(seen.stub(namespace, name))
         return out
+
+
+def _agent_ref(body: dict[str, Any]) -> str | None:
+    name = ((body.get("spec") or {}).get("agentRef") or {}).get("name")
+    return str(name) if name else None
 
 
 def _version(body: dict[str, Any] | None) -> int | None:

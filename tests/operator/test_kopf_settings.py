@@ -1,0 +1,26 @@
+"""What the operator tells kopf at start-up (sleuth.operator.handlers.configure)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from types import SimpleNamespace
+
+import kopf
+import pytest
+
+from sleuth.operator.handlers import IDLE_WORKER_SECONDS, LIST_CHUNK, configure
+
+pytestmark = pytest.mark.unit
+
+
+def test_listings_come_in_pages_and_idle_object_workers_go_soon() -> None:
+    started: list[bool] = []
+    memo = SimpleNamespace(runtime=SimpleNamespace(start=lambda: started.append(True)))
+    settings = kopf.OperatorSettings()
+    assert settings.queueing.idle_timeout > IDLE_WORKER_SECONDS  # kopf's default keeps them 5 s
+    asyncio.run(configure(settings=settings, memo=memo))
+    assert settings.watching.chunk_size == LIST_CHUNK
+    assert settings.queueing.idle_timeout == IDLE_WORKER_SECONDS
+    assert settings.posting.level == logging.WARNING
+    assert started == [True]  # the runtime's workers and resync
