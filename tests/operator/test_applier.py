@@ -149,7 +149,7 @@ def test_a_child_its_kinds_list_did_not_hold_is_created_without_a_read() -> None
     assert kube.requests == ["PATCH"]  # not listed, not watched: created without a read
     kube.requests.clear()
     kube.apply(other)
-    assert kube.requests == ["GET"]  # written by this process, not yet watched: read, equal
+    assert kube.requests == []  # the response to its own write is held: nothing to read
     cache.forget_child(("v1", "ConfigMap", NS, "agent"))
     assert not cache.absent(("v1", "ConfigMap", NS, "agent"))  # it was listed: read it
     assert not cache.absent(("apps/v1", "Deployment", NS, "agent"))  # no list of that kind
@@ -324,7 +324,7 @@ def deployment(generation: int, available: int) -> dict[str, Any]:
     }
 
 
-def test_rollouts_are_read_from_the_watch_unless_this_process_wrote_something_newer() -> None:
+def test_rollouts_are_read_from_the_watch_or_from_this_process_own_newer_write() -> None:
     cache = WatchCache()
     kube = FakeApi(cache)
     path = f"/apis/apps/v1/namespaces/{NS}/deployments/docs-tool"
@@ -339,8 +339,14 @@ def test_rollouts_are_read_from_the_watch_unless_this_process_wrote_something_ne
     assert seen["status"]["availableReplicas"] == 1
     kube.apply(deployment(4, 0))  # this process writes generation 4
     kube.requests.clear()
-    assert kube.observed(DEPLOYMENT, NS, "docs-tool") == kube.store[path]
-    assert kube.requests == ["GET"]  # the watch has not shown that write yet: read
+    written = kube.observed(DEPLOYMENT, NS, "docs-tool")
+    assert written is not None
+    assert written["metadata"]["generation"] == 4  # the write's response, before its event
+    assert kube.requests == []
+    late = deployment(3, 2)
+    late["metadata"]["resourceVersion"] = "0"  # an event older than that write, late
+    cache.seen_child(late)
+    assert kube.observed(DEPLOYMENT, NS, "docs-tool") == written
 
 
 class StatusApi(FakeApi):

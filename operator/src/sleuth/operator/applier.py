@@ -99,7 +99,6 @@ class OperatorKube(Kube):
         self.cache = cache
         self.metrics = metrics
         self._applied: dict[ChildKey, tuple[str, str]] = {}
-        self._generations: dict[ChildKey, int] = {}  # of what this process last wrote
         self._lock = threading.Lock()
 
     def list_at(
@@ -156,15 +155,13 @@ class OperatorKube(Kube):
         return super().get(resource, namespace, name, sub)
 
     def observed(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
-        """A Deployment's rollout as the watch last reported it (no request; the event of any
-        later change wakes its owner again); anything else, or one not reported yet: read."""
+        """A Deployment's rollout as the watch last reported it, or as the response to this
+        process's last write of it if that is newer (no request; the event of any later change
+        wakes its owner again); anything else, or one not reported yet: read."""
         if resource == DEPLOYMENT:
-            key = (resource.api_version, resource.kind, namespace, name)
-            view = self.cache.view(key)
-            with self._lock:
-                written = self._generations.get(key, 0)
-            if view is not None and int(view["metadata"].get("generation") or 0) >= written:
-                return view  # (an older view than this process's last write is read instead)
+            view = self.cache.view((resource.api_version, resource.kind, namespace, name))
+            if view is not None:
+                return view
         return super().observed(resource, namespace, name)
 
     def owned(
@@ -218,18 +215,16 @@ class OperatorKube(Kube):
         self.metrics.wrote("apply", key[1])
         result = super().apply(manifest)
         self._remember(key, wanted, result)
+        self.cache.seen_child(result)  # its event, which wakes nobody, may come after the next read
         return result
 
     def _remember(self, key: ChildKey, wanted: str, obj: dict[str, Any]) -> None:
-        generation = int((obj.get("metadata") or {}).get("generation") or 0)
         with self._lock:
             self._applied[key] = (wanted, fingerprint(obj))
-            self._generations[key] = max(generation, self._generations.get(key, 0))
 
     def _forget(self, key: ChildKey) -> None:
         with self._lock:
             self._applied.pop(key, None)
-            self._generations.pop(key, None)
 
     def merge_patch(self, manifest: dict[str, Any]) -> dict[str, Any] | None:
         self._forget(child_key(manifest))

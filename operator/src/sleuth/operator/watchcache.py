@@ -281,7 +281,9 @@ class WatchCache:
             return [b for (ns, _), b in known.items() if ns == namespace]
 
     def seen_child(self, obj: dict[str, Any]) -> Change:
-        """Record a child as its watch reported it; what changed since the last report."""
+        """Record a child as its watch reported it (or as the response to this process's own
+        write); what changed since the last report. A report older than the one held (a write's
+        response that a later event overtook) changes nothing."""
         meta = obj.get("metadata") or {}
         seen = SeenChild(
             fingerprint=fingerprint(obj),
@@ -294,6 +296,8 @@ class WatchCache:
         key = child_key(obj)
         with self._lock:
             before = self._children.get(key)
+            if before is not None and _older(seen.version, before.version):
+                return Change(owner=False, serving=False)
             self._unown(key)
             self._children[key] = seen
             for owner in seen.owners:
@@ -412,6 +416,10 @@ def _agent_ref(body: dict[str, Any]) -> str | None:
 def _version(body: dict[str, Any] | None) -> int | None:
     text = str(((body or {}).get("metadata") or {}).get("resourceVersion", ""))
     return int(text) if text.isdigit() else None
+
+
+def _older(version: int | None, than: int | None) -> bool:
+    return version is not None and than is not None and version < than
 
 
 def _newer(body: dict[str, Any], than: dict[str, Any] | None) -> bool:
