@@ -13,7 +13,10 @@ write at all:
    absent — not in the list of its kind taken at start (or at the last resync) and not
    reported by its watch since — is not read: creating the children of 1,000 new agents
    costs one request each, as for a bare client.
-3. Otherwise apply, and record the fingerprint of what the apiserver returned.
+3. Otherwise apply, record the fingerprint of what the apiserver returned, and hand that
+   response to the watch cache as the child's latest report: the next reconcile neither reads
+   the child nor (for a Deployment) its rollout, and the write's own event, when it comes,
+   changes nothing there and wakes nobody.
 
 A deleted child has no fingerprint and is absent when read, so it is applied again.
 
