@@ -50,6 +50,14 @@ def test_an_explicit_kubeconfig_wins_even_in_a_pod(tmp_path: Path, in_cluster: N
     assert _host(new_api_client(explicit)) == "https://explicit:6443"
 
 
+def test_the_client_keeps_a_connection_for_each_thread_it_is_told_of(tmp_path: Path) -> None:
+    path = _kubeconfig(tmp_path / "explicit.yaml", "https://explicit:6443")
+    wide = new_api_client(path, connections=64)
+    assert wide.configuration.connection_pool_maxsize == 64
+    assert wide.rest_client.pool_manager.connection_pool_kw["maxsize"] == 64
+    assert new_api_client(path).configuration.connection_pool_maxsize >= 1
+
+
 def test_in_a_pod_the_service_account_wins_over_kubeconfig_env(
     tmp_path: Path, in_cluster: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

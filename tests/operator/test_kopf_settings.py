@@ -9,12 +9,12 @@ from types import SimpleNamespace
 import kopf
 import pytest
 
-from sleuth.operator.handlers import IDLE_WORKER_SECONDS, LIST_CHUNK, configure
+from sleuth.operator.handlers import IDLE_WORKER_SECONDS, LIST_CHUNK, NoDiffBase, configure
 
 pytestmark = pytest.mark.unit
 
 
-def test_listings_come_in_pages_and_idle_object_workers_go_soon() -> None:
+def test_listings_come_in_pages_idle_object_workers_go_soon_and_no_diff_base_is_built() -> None:
     started: list[bool] = []
     memo = SimpleNamespace(runtime=SimpleNamespace(start=lambda: started.append(True)))
     settings = kopf.OperatorSettings()
@@ -23,4 +23,5 @@ def test_listings_come_in_pages_and_idle_object_workers_go_soon() -> None:
     assert settings.watching.chunk_size == LIST_CHUNK
     assert settings.queueing.idle_timeout == IDLE_WORKER_SECONDS
     assert settings.posting.level == logging.WARNING
+    assert isinstance(settings.persistence.diffbase_storage, NoDiffBase)
     assert started == [True]  # the runtime's workers and resync

@@ -144,19 +144,28 @@ def resource_of(manifest: dict[str, Any]) -> Resource:
     return RESOURCES[(manifest["apiVersion"], manifest["kind"])]
 
 
-def new_api_client(kubeconfig: str | None = None) -> Any:
+def new_api_client(kubeconfig: str | None = None, connections: int = 0) -> Any:
     """An API client with the credentials found first, in the order of the module docstring:
-    ``kubeconfig``, else in-cluster, else ``$KUBECONFIG`` or ``~/.kube/config``."""
+    ``kubeconfig``, else in-cluster, else ``$KUBECONFIG`` or ``~/.kube/config``; it keeps at
+    least ``connections`` connections open (one per thread that uses it at once: the kubernetes
+    package's default, five per core, would open a new TLS connection for every request beyond
+    that and close it after)."""
+    configuration = client.Configuration()
+    configuration.connection_pool_maxsize = max(
+        connections, configuration.connection_pool_maxsize or 0
+    )
     try:
         if kubeconfig:
-            return config.new_client_from_config(config_file=kubeconfig)
+            return config.new_client_from_config(
+                config_file=kubeconfig, client_configuration=configuration
+            )
         if os.environ.get("KUBERNETES_SERVICE_HOST"):
-            configuration = client.Configuration()
             config.load_incluster_config(client_configuration=configuration)
             return client.ApiClient(configuration)
         # read now, not when the kubernetes package was imported
         return config.new_client_from_config(
-            config_file=os.environ.get("KUBECONFIG") or "~/.kube/config"
+            config_file=os.environ.get("KUBECONFIG") or "~/.kube/config",
+            client_configuration=configuration,
         )
     except (config.ConfigException, OSError, ValueError) as err:
         raise ConfigError(f"no Kubernetes credentials: {err}") from None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 import kopf
@@ -35,6 +36,24 @@ log = logging.getLogger("sleuth.operator")
 
 LIST_CHUNK = 250  # objects per page of a listing
 IDLE_WORKER_SECONDS = 0.5
+
+
+class NoDiffBase(kopf.DiffBaseStorage):
+    """kopf builds a diff base for every watch event — a deep copy of the body less its status,
+    for on.create/on.update handlers to compare — and then a diff. With event handlers only,
+    nothing reads either: this one builds an empty one, so that a Deployment's status update
+    costs kopf no copy of the Deployment."""
+
+    def build(
+        self, *, body: kopf.Body, extra_fields: Iterable[Any] | None = None
+    ) -> kopf.BodyEssence:
+        return kopf.BodyEssence()
+
+    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
+        return None
 
 
 def runtime_of(memo: Any) -> Runtime:
@@ -61,6 +80,7 @@ async def configure(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> Non
     # no event for this long (default 5 s): after a start or a relisting, that is every object
     # of every watched kind at once, the operator's peak memory.
     settings.queueing.idle_timeout = IDLE_WORKER_SECONDS
+    settings.persistence.diffbase_storage = NoDiffBase()
     await asyncio.to_thread(runtime_of(memo).start)
 
 
@@ -139,6 +159,7 @@ for _child in CHILD_RESOURCES:
 
 __all__ = [
     "CHILD_RESOURCES",
+    "NoDiffBase",
     "agent_event",
     "agent_of",
     "binding_event",

@@ -135,7 +135,11 @@ class Runtime:
         cache = WatchCache()
         metrics = OperatorMetrics(registry)
         kube = OperatorKube(
-            api if api is not None else new_api_client(settings.kubeconfig), cache, metrics
+            api
+            if api is not None
+            else new_api_client(settings.kubeconfig, connections=settings.workers + 2),
+            cache,
+            metrics,
         )
         queue: WorkQueue[Key] = WorkQueue(backoff=settings.backoff)
         metrics.follow_queue(queue.__len__)
