@@ -192,7 +192,7 @@ def test_operator_arguments_are_accepted_by_the_cli(helm: Path, name: str) -> No
     assert args.liveness == "http://0.0.0.0:8080/healthz"
     assert args.leader_election_lease == "sleuth-operator"
     assert args.leader_election_namespace == RELEASE_NAMESPACE
-    assert args.workers == 4
+    assert args.workers == 16
     (operator,) = [d for d in docs if d["kind"] == "Deployment"]
     grace = operator["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     assert args.shutdown_seconds + 10 <= grace  # in-flight reconciles end well inside the grace

@@ -190,8 +190,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        default=4,
-        help="reconciles that run at once, each on a different object (default 4)",
+        default=16,
+        help="reconciles that run at once, each on a different object (default 16)",
     )
     parser.add_argument(
         "--shutdown-seconds",

@@ -102,7 +102,7 @@ class LoopSettings:
     kubeconfig: str | None = None
     namespaces: tuple[str, ...] = ()
     resync_seconds: float = 300.0
-    workers: int = 4
+    workers: int = 16
     shutdown_seconds: float = 10.0
     backoff: Backoff = field(default_factory=Backoff)
     render: RenderSettings = field(default_factory=RenderSettings)
