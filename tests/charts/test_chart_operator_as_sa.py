@@ -34,7 +34,8 @@ def _run_operator_as(
     """Run `sleuth operator` with the ServiceAccount's token; apply the example agent and an
     EvalSchedule of it; wait for the agent's status and for the schedule's CronJob and the
     ServiceAccount, Role and RoleBinding of its pods (the operator may create that Role only
-    because it holds every permission in it). Returns the status and the operator's log."""
+    because it holds every permission in it), and for the agent's model and agent Deployments.
+    Returns the status and the operator's log."""
     kube.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CHART / "crds"))
     with operator_as(kube, release_namespace, sa, watch, tmp_path) as log:
         examples = ROOT / "examples" / "contracts"
@@ -67,7 +68,17 @@ def _run_operator_as(
             raise AssertionError(
                 f"{err}\nconditions: {conditions}\noperator log:\n{tail}"
             ) from None
+        # the agent's Deployment follows the model's once its first-rollout hold (2 s) is over
+        eventually(lambda: _components(kube, agents_in) == {"model", "agent"}, timeout, "both")
     return status, log.read_text(errors="replace")
+
+
+def _components(kube: Any, namespace: str) -> set[str]:
+    """The components of the operator's Deployments in ``namespace``."""
+    children = get(
+        kube, "deployments", "-n", namespace, "-l", "app.kubernetes.io/managed-by=sleuth-operator"
+    )["items"]
+    return {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in children}
 
 
 def test_operator_reconciles_with_only_the_charts_namespace_role(
@@ -81,18 +92,7 @@ def test_operator_reconciles_with_only_the_charts_namespace_role(
         kube, namespace, sa, [other_namespace], tmp_path, agents_in=other_namespace
     )
     assert {c["type"] for c in status["conditions"]} >= {"Ready", "Progressing", "Degraded"}
-    children = get(
-        kube,
-        "deployments",
-        "-n",
-        other_namespace,
-        "-l",
-        "app.kubernetes.io/managed-by=sleuth-operator",
-    )["items"]
-    assert {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in children} == {
-        "model",
-        "agent",
-    }
+    assert _components(kube, other_namespace) == {"model", "agent"}
     # an HTTP 403 in a log line, not the milliseconds of a timestamp (",403")
     refused = [
         line
@@ -128,18 +128,7 @@ def test_cluster_wide_operator_without_secret_access_still_reports_status(
         assert "fail to start if it is really missing" in degraded["message"]
         assert conditions["Ready"]["reason"] != "SecretNotFound"
         # The children were applied despite the unverifiable Secret.
-        children = get(
-            kube,
-            "deployments",
-            "-n",
-            other_namespace,
-            "-l",
-            "app.kubernetes.io/managed-by=sleuth-operator",
-        )["items"]
-        assert {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in children} == {
-            "model",
-            "agent",
-        }
+        assert _components(kube, other_namespace) == {"model", "agent"}
         refused = [line for line in text.splitlines() if "403" in line and "/secrets/" in line]
         assert refused == [], "a 403 on a Secret is not an error any more"
     finally:
