@@ -1,5 +1,6 @@
 """What the watches have seen: the keys of every sleuth object, who names which agent, the
-ToolBindings themselves, and a fingerprint, the labels and the owners of every managed child.
+AgentDeployments and ToolBindings themselves (the ToolBindings indexed by the agent they name),
+and a fingerprint, the labels, the owners and (Deployments) the rollout of every managed child.
 
 kopf's event handlers feed it (:meth:`WatchCache.seen_object`, :meth:`WatchCache.seen_child`,
 :meth:`WatchCache.keep`); the handlers read the agent → ToolBindings and agent → EvalSchedules
@@ -230,11 +231,13 @@ class WatchCache:
     def _drop_body(self, kind: str, key: tuple[str, str]) -> None:
         body = self._bodies.get(kind, {}).pop(key, None)
         agent = None if body is None else _agent_ref(body)
-        names = None if agent is None else self._naming_bodies.get((kind, key[0], agent))
+        if agent is None:
+            return
+        names = self._naming_bodies.get((kind, key[0], agent))
         if names is not None:
             names.discard(key[1])
             if not names:
-                del self._naming_bodies[(kind, key[0], agent)]  # type: ignore[arg-type]
+                del self._naming_bodies[(kind, key[0], agent)]
 
     def relisted(
         self, kind: str, scope: str | None, items: list[dict[str, Any]], version: str
