@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
 from sleuth.agent.errors import RequestRejected
-from sleuth.core.api.agent_config import AgentLimitsConfig
+from sleuth.core.api.v1alpha1.limits import AgentLimitsSpec
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -102,7 +102,7 @@ class PromptBudget:
 
 
 def check_conversation(
-    conversation: Conversation, limits: AgentLimitsConfig, budget: PromptBudget | None
+    conversation: Conversation, limits: AgentLimitsSpec, budget: PromptBudget | None
 ) -> None:
     """Raise :class:`RequestRejected` when the conversation breaks a limit."""
     question = conversation.question

@@ -3,17 +3,16 @@ AgentDeployments and ToolBindings themselves (the ToolBindings indexed by the ag
 and a fingerprint, the labels, the owners and (Deployments) the rollout of every managed child.
 
 kopf's event handlers feed it (:meth:`WatchCache.seen_object`, :meth:`WatchCache.seen_child`,
-:meth:`WatchCache.keep`); the handlers read the agent → ToolBindings and agent → EvalSchedules
-maps from it instead of listing on every event, the resync enqueues its keys,
-:mod:`sleuth.operator.applier` compares a child's fingerprint with the one it last applied before
-writing, and serves the reconcilers' lists of ToolBindings from it once a real list has filled it
-(:meth:`WatchCache.relisted`, at start and at every resync, which also drops what a missed
+:meth:`WatchCache.keep`); the handlers read the agent → ToolBindings and agent → EvalSchedules maps
+from it instead of listing on every event, the resync enqueues its keys,
+:mod:`sleuth.operator.loop.applier` compares a child's fingerprint with the one it last applied
+before writing, and serves the reconcilers' lists of ToolBindings from it once a real list has
+filled it (:meth:`WatchCache.relisted`, at start and at every resync, which also drops what a missed
 DELETED event left behind; the resync's list of each child kind's names does the same for the
-children, :meth:`WatchCache.relisted_children`). The reconcilers' lists of their own children
-(what they prune) are served from the children's labels and owners too
-(:meth:`WatchCache.owned`): a child the watch has not reported yet is not pruned now, but its
-event then wakes its owner, whose next reconcile prunes it. Thread-safe: the event loop writes,
-worker threads read.
+children, :meth:`WatchCache.relisted_children`). The reconcilers' lists of their own children (what
+they prune) are served from the children's labels and owners too (:meth:`WatchCache.owned`): a child
+the watch has not reported yet is not pruned now, but its event then wakes its owner, whose next
+reconcile prunes it. Thread-safe: the event loop writes, worker threads read.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.core.kube import Resource
-from sleuth.operator.status import Rollout, rollout
+from sleuth.operator.loop.rollout import Rollout, rollout
 
 Key = tuple[str, str, str]  # (kind, namespace, name)
 ChildKey = tuple[str, str, str, str]  # (apiVersion, kind, namespace, name)
@@ -78,7 +77,7 @@ class Change:
     """What a child's watch event changed for the objects that read the child.
 
     ``owner``: anything its owner's reconcile reads of it (content, labels, owners, or a
-    Deployment's rollout as :func:`~sleuth.operator.status.rollout` reads it) — or it appeared
+    Deployment's rollout as :func:`~sleuth.operator.loop.rollout.rollout` reads it) — or it appeared
     or went. ``serving``: a Deployment started or stopped serving (or appeared or went), the one
     thing an AgentDeployment reads of its tools' Deployments. An event that changes neither (a
     condition's timestamp, ``readyReplicas`` ahead of ``availableReplicas``) wakes nobody."""
@@ -94,8 +93,9 @@ def _rollout_of(seen: SeenChild | None) -> Rollout | None:
 
 
 def rollout_view(deployment: dict[str, Any]) -> dict[str, Any]:
-    """The part of a Deployment its rollout is read from (:func:`sleuth.operator.status.rollout`):
-    name, generation, replicas, strategy and status."""
+    """The part of a Deployment its rollout is read from
+    (:func:`sleuth.operator.loop.rollout.rollout`): name, generation, replicas, strategy and
+    status."""
     meta, spec = deployment.get("metadata") or {}, deployment.get("spec") or {}
     return {
         "metadata": {"name": meta.get("name"), "generation": meta.get("generation", 0)},

@@ -4,7 +4,7 @@
 first compares the desired child with what is there, so that a converged operator sends no
 write at all:
 
-1. The child's fingerprint from the watch (:class:`~sleuth.operator.watchcache.WatchCache`)
+1. The child's fingerprint from the watch (:class:`~sleuth.operator.loop.watchcache.WatchCache`)
    equals the one recorded when this process last applied the same desired manifest: nothing
    changed since, skip (no request).
 2. Otherwise (first time since start, or the child changed, or no watch reported it) the
@@ -30,7 +30,7 @@ are the AgentDeployments and ToolBindings the reconcilers read (:meth:`OperatorK
 cache holds each as its watch last reported it or, newer, as the response to this process's last
 status write, so that a reconcile computes its status patch against what it wrote. Every write
 the reconcilers make goes through here and is counted in ``sleuth_operator_writes_total{verb}``
-(:mod:`sleuth.operator.metrics`), skipped applies in ``sleuth_operator_applies_skipped_total``.
+(:mod:`sleuth.operator.loop.metrics`), skipped applies in ``sleuth_operator_applies_skipped_total``.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from sleuth.core.kube import AGENT_DEPLOYMENT, DEPLOYMENT, TOOL_BINDING, Kube, Resource, resource_of
-from sleuth.operator.metrics import OperatorMetrics
-from sleuth.operator.watchcache import ChildKey, WatchCache, child_key, fingerprint
+from sleuth.operator.loop.metrics import OperatorMetrics
+from sleuth.operator.loop.watchcache import ChildKey, WatchCache, child_key, fingerprint
 
 log = logging.getLogger("sleuth.operator")
 

@@ -1,5 +1,5 @@
-"""The runtime without a cluster: which keys each watch event enqueues, and how a reconcile's
-outcome decides retry or not (the applier and the watch cache: test_applier.py)."""
+"""The controller on its loop, without a cluster: which keys each watch event enqueues, and how
+a reconcile's outcome decides retry or not (the applier and the watch cache: test_applier.py)."""
 
 from __future__ import annotations
 
@@ -9,37 +9,37 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from sleuth.core.errors import KubeRejected, KubeRetryable
+from sleuth.operator.controller import Controller, OperatorSettings
 from sleuth.operator.evalmetrics import EvalMetrics
-from sleuth.operator.reconcile_common import Context
-from sleuth.operator.runtime import LoopSettings, Runtime
-from sleuth.operator.workqueue import Backoff
+from sleuth.operator.loop.runtime import LoopSettings
+from sleuth.operator.loop.workqueue import Backoff
 
 pytestmark = pytest.mark.unit
 
 NS = "team-a"
 
 
-def runtime(**reconcilers: Any) -> Runtime:
-    built = Runtime.build(
-        LoopSettings(backoff=Backoff(base=30, cap=60)),
+def controller(**reconcilers: Any) -> Controller:
+    built = Controller.build(
+        OperatorSettings(loop=LoopSettings(backoff=Backoff(base=30, cap=60))),
         api=object(),
         registry=CollectorRegistry(),
         evals=EvalMetrics(),
     )
-    built.reconcilers.update(reconcilers)
+    built.loop.reconcilers.update(reconcilers)
     return built
 
 
-def drain(rt: Runtime) -> list[tuple[str, str, str]]:
+def drain(rt: Controller) -> list[tuple[str, str, str]]:
     keys = []
-    while (key := rt.queue.get(0)) is not None:
+    while (key := rt.loop.queue.get(0)) is not None:
         keys.append(key)
-        rt.queue.done(key)
+        rt.loop.queue.done(key)
     return keys
 
 
 def test_a_binding_event_wakes_the_binding_its_agent_and_the_agents_schedules() -> None:
-    rt = runtime()
+    rt = controller()
     rt.schedule_seen(NS, "nightly", "contracts", deleted=False, spec_seen=False)
     drain(rt)
     rt.binding_seen(NS, "docs", "contracts", deleted=False)
@@ -55,12 +55,12 @@ def test_a_binding_event_wakes_the_binding_its_agent_and_the_agents_schedules() 
         ("AgentDeployment", NS, "other"),
         ("EvalSchedule", NS, "nightly"),
     }
-    assert rt.cache.naming("ToolBinding", NS, "other") == ["docs"]
-    assert rt.cache.naming("ToolBinding", NS, "contracts") == []
+    assert rt.loop.cache.naming("ToolBinding", NS, "other") == ["docs"]
+    assert rt.loop.cache.naming("ToolBinding", NS, "contracts") == []
 
 
 def test_a_new_or_deleted_agent_wakes_its_bindings_a_status_change_does_not() -> None:
-    rt = runtime()
+    rt = controller()
     rt.binding_seen(NS, "docs", "contracts", deleted=False)
     drain(rt)
     rt.agent_seen(NS, "contracts", deleted=False)
@@ -72,13 +72,13 @@ def test_a_new_or_deleted_agent_wakes_its_bindings_a_status_change_does_not() ->
 
 
 def test_a_status_only_schedule_event_enqueues_nothing_and_the_resync_enqueues_all() -> None:
-    rt = runtime()
+    rt = controller()
     rt.schedule_seen(NS, "nightly", "contracts", deleted=False, spec_seen=True)
     assert drain(rt) == []
     rt.agent_seen(NS, "contracts", deleted=False)
     rt.binding_seen(NS, "docs", "contracts", deleted=False)
     drain(rt)
-    assert rt.resync_once() == 3
+    assert rt.loop.resync_once() == 3
     assert set(drain(rt)) == {
         ("AgentDeployment", NS, "contracts"),
         ("ToolBinding", NS, "docs"),
@@ -87,7 +87,7 @@ def test_a_status_only_schedule_event_enqueues_nothing_and_the_resync_enqueues_a
 
 
 def test_a_child_event_wakes_its_controller_and_a_tool_childs_agent() -> None:
-    rt = runtime()
+    rt = controller()
     child = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -108,9 +108,9 @@ def test_a_child_event_wakes_its_controller_and_a_tool_childs_agent() -> None:
     }
     rt.child_seen(child, deleted=False)
     assert drain(rt) == [("ToolBinding", NS, "docs"), ("AgentDeployment", NS, "contracts")]
-    assert rt.cache.child(("apps/v1", "Deployment", NS, "docs-tool")) is not None
+    assert rt.loop.cache.child(("apps/v1", "Deployment", NS, "docs-tool")) is not None
     rt.child_seen(child, deleted=True)
-    assert rt.cache.child(("apps/v1", "Deployment", NS, "docs-tool")) is None
+    assert rt.loop.cache.child(("apps/v1", "Deployment", NS, "docs-tool")) is None
     assert drain(rt) == [("ToolBinding", NS, "docs"), ("AgentDeployment", NS, "contracts")]
 
 
@@ -143,7 +143,7 @@ def _tool_deployment(status: dict[str, Any], kind: str = "Deployment") -> dict[s
 def test_a_child_event_wakes_only_those_that_read_what_changed() -> None:
     """Its owner when its content or its rollout changed; the tool's agent only when the
     tool's Deployment starts or stops serving; nobody for a condition's new timestamp."""
-    rt = runtime()
+    rt = controller()
     rt.child_seen(_tool_deployment({}), deleted=False)
     assert drain(rt) == [("ToolBinding", NS, "docs"), ("AgentDeployment", NS, "contracts")]
     rolling = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1}
@@ -170,7 +170,7 @@ def test_a_child_event_wakes_only_those_that_read_what_changed() -> None:
 def test_outcomes_decide_retry_a_permanent_error_is_not_retried() -> None:
     calls: list[str] = []
 
-    def flaky(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
+    def flaky(namespace: str, name: str) -> dict[str, Any] | None:
         calls.append(name)
         if name == "down":
             raise KubeRetryable("apiserver unreachable")
@@ -178,19 +178,19 @@ def test_outcomes_decide_retry_a_permanent_error_is_not_retried() -> None:
             raise KubeRejected(422, "spec.x: bad", reason="Invalid")
         return {"conditions": [{"type": "Ready", "status": "True"}]}
 
-    rt = runtime(AgentDeployment=flaky)
+    rt = controller(AgentDeployment=flaky)
     for name in ("ok", "down", "refused"):
-        rt.queue.add(("AgentDeployment", NS, name))
+        rt.loop.queue.add(("AgentDeployment", NS, name))
     for key in drain_keys(rt, 3):
-        rt.process(key)
-        rt.queue.done(key)
+        rt.loop.process(key)
+        rt.loop.queue.done(key)
     assert calls == ["ok", "down", "refused"]
-    assert rt.queue.failures(("AgentDeployment", NS, "down")) == 1
-    assert rt.queue.failures(("AgentDeployment", NS, "refused")) == 0
-    assert rt.queue.get(0) is None  # "down" waits for its back-off; "refused" is not retried
+    assert rt.loop.queue.failures(("AgentDeployment", NS, "down")) == 1
+    assert rt.loop.queue.failures(("AgentDeployment", NS, "refused")) == 0
+    assert rt.loop.queue.get(0) is None  # "down" waits for its back-off; "refused" is not retried
     outcome = {
         s.labels["outcome"]: s.value
-        for m in rt.metrics.reconciles.collect()
+        for m in rt.loop.metrics.reconciles.collect()
         for s in m.samples
         if s.name.endswith("_total") and s.labels["kind"] == "AgentDeployment"
     }
@@ -206,22 +206,22 @@ def test_a_missing_secret_or_dataset_is_looked_at_again_with_back_off() -> None:
     """No watch follows Secrets or dataset ConfigMaps: waiting for one requeues the key (with
     the per-key back-off) instead of leaving it to the resync."""
 
-    def waiting(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
+    def waiting(namespace: str, name: str) -> dict[str, Any] | None:
         reason = {"secret": "SecretNotFound", "dataset": "DatasetNotFound"}.get(name, "Ready")
         return {"conditions": [{"type": "Ready", "status": "False", "reason": reason}]}
 
-    rt = runtime(AgentDeployment=waiting)
+    rt = controller(AgentDeployment=waiting)
     for name in ("secret", "dataset", "ok"):
-        rt.queue.add(("AgentDeployment", NS, name))
+        rt.loop.queue.add(("AgentDeployment", NS, name))
     for key in drain_keys(rt, 3):
-        rt.process(key)
-        rt.queue.done(key)
-    assert rt.queue.failures(("AgentDeployment", NS, "secret")) == 1
-    assert rt.queue.failures(("AgentDeployment", NS, "dataset")) == 1
-    assert rt.queue.failures(("AgentDeployment", NS, "ok")) == 0
+        rt.loop.process(key)
+        rt.loop.queue.done(key)
+    assert rt.loop.queue.failures(("AgentDeployment", NS, "secret")) == 1
+    assert rt.loop.queue.failures(("AgentDeployment", NS, "dataset")) == 1
+    assert rt.loop.queue.failures(("AgentDeployment", NS, "ok")) == 0
 
 
-def drain_keys(rt: Runtime, count: int) -> list[tuple[str, str, str]]:
-    keys = [rt.queue.get(0) for _ in range(count)]
+def drain_keys(rt: Controller, count: int) -> list[tuple[str, str, str]]:
+    keys = [rt.loop.queue.get(0) for _ in range(count)]
     assert None not in keys
     return [k for k in keys if k is not None]

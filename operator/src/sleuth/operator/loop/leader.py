@@ -19,6 +19,7 @@ not take the Lease. Any other failure propagates (the elector logs it and tries 
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import socket
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 from sleuth.core.errors import KubeConflict, KubeRetryable
 from sleuth.core.kube import LEASE, Kube, new_api_client
@@ -216,9 +218,6 @@ def lead(
     CLI passes ``--leader-election-namespace``, else ``$POD_NAMESPACE``. Credentials:
     ``kubeconfig`` (``--kubeconfig``), else as :func:`sleuth.core.kube.new_api_client` finds them.
     """
-    import atexit
-    from urllib.parse import urlsplit
-
     where = namespace or "default"
     kube = Kube(new_api_client(kubeconfig), timeout=REQUEST_TIMEOUT_SECONDS)
     elector = LeaderElector(LeaseClient(kube, where, lease))

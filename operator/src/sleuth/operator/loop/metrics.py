@@ -14,10 +14,11 @@ garbage collection) and ``sleuth_operator_info{version}``, the reconcile loop re
   (``apply``, ``merge_patch``, ``delete``, ``patch_status``, ``create``, ``replace``); a
   converged operator adds nothing here;
 - ``sleuth_operator_applies_skipped_total{kind}``: applies not sent because the child already
-  holds what the operator would write (:mod:`sleuth.operator.applier`);
-- ``sleuth_operator_workqueue_depth``: keys waiting for a worker (:mod:`sleuth.operator.workqueue`).
+  holds what the operator would write (:mod:`sleuth.operator.loop.applier`);
+- ``sleuth_operator_workqueue_depth``: keys waiting for a worker
+  (:mod:`sleuth.operator.loop.workqueue`).
 
-The operator's runtime (:mod:`sleuth.operator.runtime`) owns one :class:`OperatorMetrics` in the
+The control loop (:mod:`sleuth.operator.loop.runtime`) owns one :class:`OperatorMetrics` in the
 default registry, the one served. The EvalSchedule run results (scores, last run, last success)
 are exported from the EvalSchedules' status by :mod:`sleuth.operator.evalmetrics`, in the same
 registry.
