@@ -37,7 +37,7 @@ from sleuth.evals.cli.runs import (
     retrieval_options,
     tsa_options,
 )
-from sleuth.evals.commands.options import Options
+from sleuth.evals.commands.options import DATASET_OPTIONS, Options
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -70,9 +70,14 @@ def _command(options: Callable[[argparse.Namespace], Options]) -> Handler:
 
 
 def _run(options: Options) -> int:
-    # Imported here, once, on purpose: sleuth.core.cli imports this module for every `sleuth
-    # --help` and `sleuth eval --help`, and the commands load ragas, numpy, the Kubernetes
-    # client and the agent's tools (docs/evals.md, "Start-up"); a parser needs none of them.
+    # The commands are imported here, when one runs, on purpose: sleuth.core.cli imports this
+    # module for every `sleuth --help`, and the scoring commands load ragas, pandas and the
+    # Kubernetes client (about 4 s of CPU; docs/evals.md, "The commands' code"), which a parser,
+    # build-golden and synth-corpus never need (about 0.5 s).
+    if isinstance(options, DATASET_OPTIONS):
+        from sleuth.evals.commands.golden import run_dataset_command
+
+        return run_dataset_command(options)
     from sleuth.evals.commands.dispatch import run
 
     return run(options)

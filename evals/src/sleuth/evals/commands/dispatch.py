@@ -6,14 +6,7 @@ from __future__ import annotations
 from functools import partial
 from typing import assert_never
 
-from sleuth.evals.commands.golden import (
-    run_freeze,
-    run_generate,
-    run_review_export,
-    run_review_import,
-    run_synth,
-    run_verify,
-)
+from sleuth.evals.commands.golden import run_dataset_command
 from sleuth.evals.commands.options import (
     CompareOptions,
     FreezeOptions,
@@ -28,8 +21,9 @@ from sleuth.evals.commands.options import (
     TsaOptions,
     VerifyOptions,
 )
-from sleuth.evals.commands.outcome import StatusReport, guarded
+from sleuth.evals.commands.outcome import guarded
 from sleuth.evals.commands.ragas import run_ragas
+from sleuth.evals.commands.reporting import StatusReport
 from sleuth.evals.commands.results import run_compare, run_report
 from sleuth.evals.commands.retrieval import run_retrieval
 from sleuth.evals.commands.tsa import run_tsa
@@ -48,19 +42,16 @@ def run(options: Options) -> int:
             return guarded(partial(run_retrieval, options))
         case CompareOptions():
             return guarded(partial(run_compare, options))
-        case SynthOptions():
-            return guarded(partial(run_synth, options))
         case ReportOptions():
             return guarded(partial(run_report, options))
-        case GenerateOptions():
-            return guarded(partial(run_generate, options))
-        case ReviewExportOptions():
-            return guarded(partial(run_review_export, options))
-        case ReviewImportOptions():
-            return guarded(partial(run_review_import, options))
-        case FreezeOptions():
-            return guarded(partial(run_freeze, options))
-        case VerifyOptions():
-            return guarded(partial(run_verify, options))
+        case (
+            GenerateOptions()
+            | ReviewExportOptions()
+            | ReviewImportOptions()
+            | FreezeOptions()
+            | VerifyOptions()
+            | SynthOptions()
+        ):
+            return run_dataset_command(options)
         case _:
             assert_never(options)

@@ -1,13 +1,19 @@
 """``sleuth eval build-golden generate|review-export|review-import|freeze|verify`` and
-``sleuth eval synth-corpus``: making golden datasets."""
+``sleuth eval synth-corpus``: making golden datasets.
+
+Light on purpose: nothing here imports ragas, the reports or the Kubernetes client
+(tests/evals/test_eval_layers.py), so these commands start fast."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
+from typing import assert_never
 
 from sleuth.core.jsonl import dump_jsonl
 from sleuth.evals.commands.options import (
+    DatasetOptions,
     FreezeOptions,
     GenerateOptions,
     ReviewExportOptions,
@@ -15,7 +21,7 @@ from sleuth.evals.commands.options import (
     SynthOptions,
     VerifyOptions,
 )
-from sleuth.evals.commands.outcome import EXIT_GATE, EXIT_OK
+from sleuth.evals.commands.outcome import EXIT_GATE, EXIT_OK, guarded
 from sleuth.evals.errors import EvalError
 from sleuth.evals.golden.builder import GeneratorConfig, build
 from sleuth.evals.golden.cases import load_golden
@@ -23,6 +29,25 @@ from sleuth.evals.golden.corpus import Chunk, load_chunks_jsonl, load_folder, lo
 from sleuth.evals.golden.manifest import freeze, verify
 from sleuth.evals.golden.review import export_csv, import_verdicts, review_sample
 from sleuth.evals.synth.corpus import write_corpus
+
+
+def run_dataset_command(options: DatasetOptions) -> int:
+    """Run the dataset command ``options`` are for, guarded (bad input: exit 2, one line)."""
+    match options:
+        case GenerateOptions():
+            return guarded(partial(run_generate, options))
+        case ReviewExportOptions():
+            return guarded(partial(run_review_export, options))
+        case ReviewImportOptions():
+            return guarded(partial(run_review_import, options))
+        case FreezeOptions():
+            return guarded(partial(run_freeze, options))
+        case VerifyOptions():
+            return guarded(partial(run_verify, options))
+        case SynthOptions():
+            return guarded(partial(run_synth, options))
+        case _:
+            assert_never(options)
 
 
 def run_generate(options: GenerateOptions) -> int:

@@ -212,16 +212,25 @@ class VerifyOptions:
     dataset: Path
 
 
-Options = (
-    TsaOptions
-    | RagasOptions
-    | RetrievalOptions
-    | CompareOptions
-    | SynthOptions
-    | ReportOptions
-    | GenerateOptions
+# The commands that make datasets: they need no judge, no ragas, no Kubernetes client, so they
+# run from their own module (:mod:`sleuth.evals.commands.golden`) and start in a fraction of the
+# time the scoring commands take.
+DatasetOptions = (
+    GenerateOptions
     | ReviewExportOptions
     | ReviewImportOptions
     | FreezeOptions
     | VerifyOptions
+    | SynthOptions
+)
+DATASET_OPTIONS = (
+    GenerateOptions,
+    ReviewExportOptions,
+    ReviewImportOptions,
+    FreezeOptions,
+    VerifyOptions,
+    SynthOptions,
+)
+Options = (
+    TsaOptions | RagasOptions | RetrievalOptions | CompareOptions | ReportOptions | DatasetOptions
 )

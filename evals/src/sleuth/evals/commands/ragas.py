@@ -12,7 +12,7 @@ from pathlib import Path
 from sleuth.core.tracing import TracingSettings, start_tracing
 from sleuth.evals.commands.inputs import check_split, labels, this_shard
 from sleuth.evals.commands.options import RagasOptions
-from sleuth.evals.commands.outcome import StatusReport, emit
+from sleuth.evals.commands.reporting import StatusReport, emit
 from sleuth.evals.errors import EvalError
 from sleuth.evals.golden.cases import GoldenCase, load_golden
 from sleuth.evals.golden.manifest import check_rows_against_golden, verify

@@ -12,7 +12,7 @@ from sleuth.agent.tools.build import build_service_tools
 from sleuth.agent.toolservice.build import load_spec
 from sleuth.evals.commands.inputs import check_split, labels, this_shard
 from sleuth.evals.commands.options import RetrievalOptions
-from sleuth.evals.commands.outcome import emit
+from sleuth.evals.commands.reporting import emit
 from sleuth.evals.errors import EvalError
 from sleuth.evals.golden.cases import GoldenCase, load_golden, shipped_golden_path
 from sleuth.evals.golden.manifest import verify

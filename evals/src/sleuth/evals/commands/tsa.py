@@ -15,7 +15,7 @@ from sleuth.core.localmodel import SERVED_NAME, LocalModelServer
 from sleuth.core.tools import DEFAULT_SPECS, ToolSpec, with_description
 from sleuth.evals.commands.inputs import check_split, labels, this_shard
 from sleuth.evals.commands.options import TsaOptions
-from sleuth.evals.commands.outcome import StatusReport, emit
+from sleuth.evals.commands.reporting import StatusReport, emit
 from sleuth.evals.report.results import parse_thresholds, tsa_document
 from sleuth.evals.splits import content_key
 from sleuth.evals.traces import index_by_question, load_recorded
