@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from opentelemetry.trace import (
@@ -38,8 +38,7 @@ from opentelemetry.trace import (
     set_span_in_context,
 )
 
-if TYPE_CHECKING:
-    from sleuth.core.tracing import Tracing
+from sleuth.core.tracing import Tracing
 
 # -- GenAI semantic conventions -------------------------------------------------------------------
 OPERATION = "gen_ai.operation.name"

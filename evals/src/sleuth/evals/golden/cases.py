@@ -9,7 +9,7 @@ One JSONL line per case (see docs/evals.md)::
 ``reference_context_ids`` name chunks (``document#index``) or whole documents (an id without
 ``#``). ``reference_evidence`` (optional) names the evidence as text inside a document: a
 retrieved passage is relevant when it comes from that document and contains that text, whatever
-the chunking — what a comparison of chunk sizes needs (:mod:`sleuth.evals.retrieval.metrics`).
+the chunking — what a comparison of chunk sizes needs (:mod:`sleuth.scoring.retrieval`).
 """
 
 from __future__ import annotations
