@@ -36,7 +36,7 @@ from typing import Any
 
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.toolrun import BoundTool, ToolRunner
-from sleuth.agent.tools.base import ToolOutput
+from sleuth.tools.base import ToolOutput
 from sleuth.core.llm import ModelTurn, OpenAIChatModel, ToolCallRequest
 from sleuth.core.tools import ToolSpec
 from sleuth.scripted import (

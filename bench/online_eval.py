@@ -38,7 +38,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from sleuth.agent.tools.base import ToolOutput
+from sleuth.tools.base import ToolOutput
 from sleuth.core.process import free_port, stop_process, wait_healthy
 from sleuth.core.tools import ToolSpec
 from sleuth.scripted import (

@@ -9,7 +9,7 @@ from typing import Any
 from sleuth.agent.cache import ToolCache
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.toolrun import BoundTool, ToolRunner
-from sleuth.agent.tools.base import Citation, ToolError, ToolOutput
+from sleuth.tools.base import Citation, ToolError, ToolOutput
 from sleuth.core.guided import ToolCalling
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.core.tools import ToolSpec

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sleuth.agent.errors import ToolConfigError
-from sleuth.agent.registry import bind_tools
+from sleuth.agent.toolset import bind_tools
 from sleuth.agent.settings import AgentSettings
 from sleuth.core.api.agent_config import AgentConfig
 

@@ -20,7 +20,7 @@ import pytest
 
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.toolrun import BoundTool, ToolRunner
-from sleuth.agent.tools.base import ToolOutput
+from sleuth.tools.base import ToolOutput
 from sleuth.core.errors import ConfigError
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.core.localmodel import SERVED_NAME, LocalModelServer, local_model, part_paths

@@ -40,7 +40,7 @@ from platform_kit import (
     yaml_docs,
 )
 
-from sleuth.agent.sample.contracts import SEED_QUESTION
+from sleuth.tools.sample.contracts import SEED_QUESTION
 from sleuth.core.names import TSA_GAUGE
 from tests.support.jaeger import CONFIG as JAEGER_CONFIG
 from tests.support.jaeger import Jaeger, TraceView, required_binary

@@ -10,7 +10,7 @@ import pytest
 
 from sleuth.agent.api import create_app
 from sleuth.agent.toolrun import BoundTool
-from sleuth.agent.tools.base import Citation, ToolOutput
+from sleuth.tools.base import Citation, ToolOutput
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.tools import VECTOR_SEARCH, ToolSpec
 from sleuth.evals.data import worked_example_path

@@ -158,7 +158,7 @@ def test_bad_verdict_names_the_csv_line(tmp_path: Path) -> None:
 
 
 def test_shipped_golden_set_is_frozen_and_grounded_in_the_sample_corpus() -> None:
-    from sleuth.agent.sample import DOCUMENTS
+    from sleuth.tools.sample import DOCUMENTS
     from sleuth.evals.golden.cases import shipped_golden_path
 
     path = shipped_golden_path()

@@ -7,7 +7,7 @@ test on this host and by the model pod of the real-node platform test.
 
 from __future__ import annotations
 
-from sleuth.agent.sample.contracts import SEED_PARAMS, SEED_SEARCH, SEED_SQL
+from sleuth.tools.sample.contracts import SEED_PARAMS, SEED_SEARCH, SEED_SQL
 from sleuth.scripted import Match, Rule, ScriptedResponse
 from sleuth.scripted import ScriptedToolCall as Call
 

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from sleuth.agent.router import ROUTER_NAME, RouterModel
-from sleuth.agent.sample.contracts import SEED_QUESTION
+from sleuth.tools.sample.contracts import SEED_QUESTION
 from sleuth.core.llm import ToolCallRequest
 from sleuth.core.localmodel import DEFAULT_MODEL, MODELS, SERVED_NAME, LocalModelServer
 from sleuth.core.tools import DEFAULT_SPECS

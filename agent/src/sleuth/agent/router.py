@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
-from sleuth.agent.tools.vector.sparse import terms
+from sleuth.tools.vector.sparse import terms
 from sleuth.core.guided import ToolCalling
 from sleuth.core.llm import ModelTurn, ToolCallRequest
 

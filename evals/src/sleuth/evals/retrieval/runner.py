@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.agent.tools.base import Tool, ToolError
+from sleuth.tools.base import Tool, ToolError
 from sleuth.evals.golden.cases import GoldenCase
 from sleuth.evals.progress import Progress
 from sleuth.evals.rag.runner import Failure
