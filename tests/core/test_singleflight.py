@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from sleuth.core.singleflight import SingleFlight
 from sleuth.agent.toolrun import BoundTool, Conversation, ToolRunner
-from sleuth.tools.base import ToolMisconfigured, ToolOutput
 from sleuth.core.llm import ToolCallRequest
+from sleuth.core.singleflight import SingleFlight
 from sleuth.core.tools import ToolSpec
+from sleuth.tools.base import ToolMisconfigured, ToolOutput
 
 pytestmark = pytest.mark.unit
 

@@ -17,14 +17,14 @@ from typing import Any
 import httpx
 import pytest
 
-from sleuth.tools.sample.contracts import SEED_PARAMS, SEED_QUESTION, SEED_SQL
 from sleuth.core.process import free_port
 from sleuth.scripted import Scenario, ScriptedResponse, ScriptedServer
 from sleuth.scripted import ScriptedToolCall as Call
+from sleuth.tools.sample.contracts import SEED_PARAMS, SEED_QUESTION, SEED_SQL
 from tests.agent.agent_process import AgentProcess
+from tests.support.metrics import parse_samples
 from tests.tools.conftest import Postgres
 from tests.tools.service_process import ServiceProcess, sql_binding
-from tests.support.metrics import parse_samples
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from sleuth.tools.sample.contracts import SEED_PARAMS, SEED_SQL
+from sleuth.core.api.agent_config import ToolConfig
 from sleuth.tools.base import ToolUnavailable
 from sleuth.tools.local import build_local_tool
-from sleuth.core.api.agent_config import ToolConfig
+from sleuth.tools.sample.contracts import SEED_PARAMS, SEED_SQL
 
 pytestmark = pytest.mark.integration
 

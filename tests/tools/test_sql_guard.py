@@ -8,9 +8,9 @@ from typing import Any
 import asyncpg
 import pytest
 
-from sleuth.tools.sample.contracts import SEED_PARAMS, SEED_SQL
 from sleuth.core.sql.guard import RULES, GuardPolicy, SqlRejected, check_sql
 from sleuth.tools.base import ToolArgumentError
+from sleuth.tools.sample.contracts import SEED_PARAMS, SEED_SQL
 from sleuth.tools.sql.tool import SqlQueryTool, SqlToolConfig
 from tests.tools.hostile_sql import corpus
 

@@ -153,7 +153,8 @@ def test_guard_only_accepts_or_refuses(sql: str) -> None:
     try:
         checked = check_sql(sql, POLICY)
     except SqlRejected as err:
-        assert err.reason
-        assert err.rule in RULES
+        reason, rule = err.reason, err.rule
+        assert reason
+        assert rule in RULES
         return
     assert set(checked.tables) <= {"contracts", "public.contracts"}

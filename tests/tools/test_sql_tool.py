@@ -9,8 +9,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from sleuth.tools.sample.contracts import EXPECTED_COUNT, EXPECTED_TOTAL, SEED_PARAMS, SEED_SQL
 from sleuth.tools.base import ToolArgumentError, ToolError
+from sleuth.tools.sample.contracts import EXPECTED_COUNT, EXPECTED_TOTAL, SEED_PARAMS, SEED_SQL
 from sleuth.tools.sql.executor import SqlLimits
 from sleuth.tools.sql.tool import SqlQueryTool, SqlToolConfig
 
@@ -88,7 +88,9 @@ async def test_refusal_never_reaches_database(
     reader_pool: asyncpg.Pool, owner_conn: asyncpg.Connection, checksums: Any
 ) -> None:
     before = await checksums(owner_conn)
-    with pytest.raises(ToolArgumentError, match=r"refused \(table_not_allowed\): .*not allowlisted"):
+    with pytest.raises(
+        ToolArgumentError, match=r"refused \(table_not_allowed\): .*not allowlisted"
+    ):
         await _tool(reader_pool).call({"query": "SELECT * FROM payroll"})
     assert await checksums(owner_conn) == before
 

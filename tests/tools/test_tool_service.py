@@ -9,12 +9,12 @@ import asyncpg
 import httpx
 import pytest
 
-from sleuth.tools.sample.contracts import EXPECTED_COUNT, EXPECTED_TOTAL, SEED_PARAMS, SEED_SQL
-from sleuth.tools.base import ToolArgumentError, ToolUnavailable
-from sleuth.tools.remote import RemoteTool, build_remote_tool
 from sleuth.core.api.agent_config import ToolConfig
 from sleuth.core.process import free_port
 from sleuth.core.tools import SQL_QUERY
+from sleuth.tools.base import ToolArgumentError, ToolUnavailable
+from sleuth.tools.remote import RemoteTool, build_remote_tool
+from sleuth.tools.sample.contracts import EXPECTED_COUNT, EXPECTED_TOTAL, SEED_PARAMS, SEED_SQL
 from tests.tools.service_process import ServiceProcess, sql_binding
 
 pytestmark = pytest.mark.integration

@@ -21,14 +21,14 @@ import asyncpg
 import httpx
 import pytest
 
-from sleuth.tools.sample.contracts import load_postgres
-from sleuth.tools.base import ToolUnavailable
-from sleuth.tools.remote import RemoteTool, Transport
 from sleuth.core.process import free_port
 from sleuth.core.tools import SQL_QUERY
+from sleuth.tools.base import ToolUnavailable
+from sleuth.tools.remote import RemoteTool, Transport
+from sleuth.tools.sample.contracts import load_postgres
+from tests.support.polling import eventually
 from tests.tools.conftest import Postgres
 from tests.tools.service_process import ServiceProcess, sql_binding, vector_binding
-from tests.support.polling import eventually
 
 pytestmark = pytest.mark.integration
 

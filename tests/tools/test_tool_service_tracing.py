@@ -15,13 +15,13 @@ import httpx
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
+from sleuth.core import spans as names
+from sleuth.core.tools import SQL_QUERY
 from sleuth.tools.base import ToolArgumentError
 from sleuth.tools.build import ServiceTools
 from sleuth.tools.remote import RemoteTool
-from sleuth.tools.sql.tool import SqlQueryTool, SqlToolConfig
 from sleuth.tools.service.app import create_app
-from sleuth.core import spans as names
-from sleuth.core.tools import SQL_QUERY
+from sleuth.tools.sql.tool import SqlQueryTool, SqlToolConfig
 from tests.agent.tracing_doubles import (
     MemoryTracing,
     all_attribute_text,

@@ -16,14 +16,14 @@ import asyncpg
 import pytest
 
 from sleuth.agent.loop import Agent, LoopSettings
-from sleuth.tools.sample.contracts import SEED_QUESTION
-from sleuth.tools.sample.documents import INJECTION_DOCUMENT_ID
 from sleuth.agent.toolrun import BoundTool, ToolRunner
-from sleuth.tools.remote import build_remote_tool
 from sleuth.core.api.agent_config import ToolConfig
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.scripted import Match, Rule, Scenario, ScriptedResponse, ScriptedServer
 from sleuth.scripted import ScriptedToolCall as Call
+from sleuth.tools.remote import build_remote_tool
+from sleuth.tools.sample.contracts import SEED_QUESTION
+from sleuth.tools.sample.documents import INJECTION_DOCUMENT_ID
 from tests.support.seed import SEED_ANSWER, seed_rules
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

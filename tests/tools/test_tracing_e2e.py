@@ -25,16 +25,16 @@ from typing import Any
 
 import pytest
 
-from sleuth.tools.sample.contracts import SEED_QUESTION
 from sleuth.core.jsonl import dump_jsonl
 from sleuth.core.names import TRACE_ID_HEADER
 from sleuth.evals.golden.cases import GoldenCase
 from sleuth.scripted import Scenario, ScriptedServer
+from sleuth.tools.sample.contracts import SEED_QUESTION
 from tests.agent.agent_process import AgentProcess
 from tests.agent.test_online_eval import judge_rules
-from tests.tools.service_process import ServiceProcess, sql_binding, vector_binding
 from tests.support.jaeger import Jaeger, SpanView
 from tests.support.seed import SEED_ANSWER, seed_rules
+from tests.tools.service_process import ServiceProcess, sql_binding, vector_binding
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from sleuth.tools.base import ToolArgumentError
 from sleuth.tools.ingest import Document, ingest, parse_document, sample_documents
 from sleuth.tools.sample.contracts import SEED_SEARCH
 from sleuth.tools.sample.documents import INJECTION_DOCUMENT_ID
-from sleuth.tools.base import ToolArgumentError
 from sleuth.tools.vector.chunking import ChunkSettings, chunk_text
 from sleuth.tools.vector.store import QdrantLocation
 from sleuth.tools.vector.tool import VectorSearchTool, VectorToolConfig

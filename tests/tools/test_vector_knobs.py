@@ -13,18 +13,18 @@ import httpx
 import pytest
 from qdrant_client import models
 
-from sleuth.tools.ingest import Document, ingest
+from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
+from sleuth.scripted import Scenario
+from sleuth.scripted.runner import ScriptedServer
+from sleuth.scripted.scenario import RerankScript
 from sleuth.tools.base import ToolUnavailable
 from sleuth.tools.build import build_service_tools
+from sleuth.tools.ingest import Document, ingest
 from sleuth.tools.vector.chunking import ChunkSettings
 from sleuth.tools.vector.rerank import Reranker, RerankerConfig
 from sleuth.tools.vector.retrieve import RetrievalSettings
 from sleuth.tools.vector.store import QdrantLocation
 from sleuth.tools.vector.tool import VectorSearchTool, VectorToolConfig
-from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
-from sleuth.scripted import Scenario
-from sleuth.scripted.runner import ScriptedServer
-from sleuth.scripted.scenario import RerankScript
 
 COLLECTION = "knobs"
 ORDERS = ["48213", "48291", "51007", "51044", "60318", "60372"]

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from sleuth.core.process import free_port
 from sleuth.tools.base import ToolArgumentError, ToolUnavailable
 from sleuth.tools.web.searxng import SearxNG
 from sleuth.tools.web.tool import WebSearchDisabled, WebSearchTool, WebToolConfig
-from sleuth.core.process import free_port
 from tests.tools.searx_server import SearxServer
 
 pytestmark = pytest.mark.integration

@@ -21,12 +21,12 @@ from typing import Any
 import httpx
 
 from sleuth.agent.router import ROUTER_NAME, RouterModel
-from sleuth.tools.sample.contracts import SEED_QUESTION
 from sleuth.core.llm import ToolCallRequest
 from sleuth.core.localmodel import DEFAULT_MODEL, MODELS, SERVED_NAME, LocalModelServer
 from sleuth.core.tools import DEFAULT_SPECS
 from sleuth.demo.render import render_trace
 from sleuth.demo.stack import FIXTURE_LABEL, Planner, embedded_stack
+from sleuth.tools.sample.contracts import SEED_QUESTION
 
 REAL_MODEL_COMMAND = f'make local-model && .venv/bin/sleuth ask --planner local "{SEED_QUESTION}"'
 

@@ -30,12 +30,18 @@ from urllib.parse import parse_qs, urlparse
 import asyncpg
 
 from sleuth.agent.cache import ToolCache
-from sleuth.tools.ingest import ingest, sample_documents
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.router import RouterModel
-from sleuth.tools.sample.contracts import ALLOWED_TABLES, load_postgres
 from sleuth.agent.toolrun import BoundTool, ToolRunner
+from sleuth.core.api.v1alpha1.toolbinding import SqlParameter, SqlTemplate
+from sleuth.core.embeddings import LocalEmbedder
+from sleuth.core.guided import GuidedFormat, ToolCalling
+from sleuth.core.llm import ChatModel, OpenAIChatModel
+from sleuth.core.process import LOOPBACK, free_port
+from sleuth.demo.progress import ProgressModel
 from sleuth.tools.base import Tool
+from sleuth.tools.ingest import ingest, sample_documents
+from sleuth.tools.sample.contracts import ALLOWED_TABLES, load_postgres
 from sleuth.tools.sql.executor import SqlLimits
 from sleuth.tools.sql.templates import template_tools
 from sleuth.tools.sql.tool import SqlQueryTool, SqlToolConfig, create_pool
@@ -43,12 +49,6 @@ from sleuth.tools.vector.store import QdrantLocation
 from sleuth.tools.vector.tool import VectorSearchTool, VectorToolConfig
 from sleuth.tools.web.searxng import SearxNG
 from sleuth.tools.web.tool import WebSearchTool, WebToolConfig
-from sleuth.core.api.v1alpha1.toolbinding import SqlParameter, SqlTemplate
-from sleuth.core.embeddings import LocalEmbedder
-from sleuth.core.guided import GuidedFormat, ToolCalling
-from sleuth.core.llm import ChatModel, OpenAIChatModel
-from sleuth.core.process import LOOPBACK, free_port
-from sleuth.demo.progress import ProgressModel
 
 COLLECTION = "contract-clauses"
 FIXTURE_LABEL = "LOCAL FIXTURE, not the internet"

@@ -169,7 +169,7 @@ class OnlineEvaluator:
         """
         if not self.enabled or self._workers:
             return
-        # optional at run time: ragas (sleuth.scoring.judge, .metrics) loads only when sampling is on
+        # optional at run time: ragas (sleuth.scoring.judge, .metrics) loads only if sampling is on
         from sleuth.scoring.judge import build_judge
         from sleuth.scoring.metrics import Judges
 
@@ -233,7 +233,7 @@ class OnlineEvaluator:
 
     async def _score(self, metric: str, sample: Sample) -> None:
         """Score one metric of one sample; every failure becomes a counted reason."""
-        # optional at run time: ragas (sleuth.scoring.judge, .metrics) loads only when sampling is on
+        # optional at run time: ragas (sleuth.scoring.judge, .metrics) loads only if sampling is on
         from sleuth.scoring.metrics import NEEDS_CONTEXTS
 
         if metric in NEEDS_CONTEXTS and not sample.contexts:
@@ -252,7 +252,7 @@ class OnlineEvaluator:
 
     async def _judge(self, metric: str, sample: Sample, span: otel.Span | None) -> float | None:
         """The judge's score, or None with the failure counted (and set on the span)."""
-        # optional at run time: ragas (sleuth.scoring.judge, .metrics) loads only when sampling is on
+        # optional at run time: ragas (sleuth.scoring.judge, .metrics) loads only if sampling is on
         from sleuth.scoring.metrics import METRIC_FUNCTIONS
 
         assert self._judges is not None

@@ -27,13 +27,13 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
 from sleuth.agent.cache import ToolCache
-from sleuth.tools.wire import canonical_arguments
-from sleuth.core.singleflight import SingleFlight
-from sleuth.tools.base import Tool, ToolError, ToolMisconfigured, ToolOutput
 from sleuth.agent.trace import ToolCallRecord, ToolCallStatus
 from sleuth.core import spans
 from sleuth.core.llm import ToolCallRequest
+from sleuth.core.singleflight import SingleFlight
 from sleuth.core.tracing import Tracing
+from sleuth.tools.base import Tool, ToolError, ToolMisconfigured, ToolOutput
+from sleuth.tools.wire import canonical_arguments
 
 log = logging.getLogger("sleuth.tools")
 

@@ -38,6 +38,10 @@ import yaml
 from qdrant_client import AsyncQdrantClient, models
 from tqdm import tqdm
 
+from sleuth.core.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
+from sleuth.core.errors import ConfigError
+from sleuth.tools.sample.documents import DOCUMENTS
+from sleuth.tools.service.config import load_spec
 from sleuth.tools.vector.chunking import ChunkSettings, chunk_text
 from sleuth.tools.vector.sparse import encode_passage
 from sleuth.tools.vector.store import (
@@ -47,10 +51,6 @@ from sleuth.tools.vector.store import (
     ensure_collection,
     point_id,
 )
-from sleuth.core.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
-from sleuth.core.errors import ConfigError
-from sleuth.tools.sample.documents import DOCUMENTS
-from sleuth.tools.service.config import load_spec
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 

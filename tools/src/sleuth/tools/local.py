@@ -23,11 +23,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from sleuth.tools.base import Tool, ToolOutput, ToolUnavailable
-from sleuth.tools.build import ServiceConfigError, build_service_tools
 from sleuth.core.api.agent_config import ToolConfig
 from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.core.tools import DEFAULT_SPECS, ToolSpec, sql_description_for
+from sleuth.tools.base import Tool, ToolOutput, ToolUnavailable
+from sleuth.tools.build import ServiceConfigError, build_service_tools
 
 _REF = {"name": "environment", "key": "value"}
 

@@ -7,8 +7,8 @@ service that cannot be reached is :class:`ToolUnavailable`. The agent holds no c
 live in the tool service. Every request carries the active span's ``traceparent`` (the
 ``execute_tool`` span, with tracing on), so the tool service's span joins the agent's trace.
 
-``build_remote_tool(tool_config)`` is what the agent (:mod:`sleuth.agent.toolset`) calls for a tool with an
-``endpoint``. It asks the service for the tool's spec (so named SQL templates get their own
+``build_remote_tool(tool_config)`` is what the agent (:mod:`sleuth.agent.toolset`) calls for a tool
+with an ``endpoint``. It asks the service for the tool's spec (so named SQL templates get their own
 schemas) and falls back to the default spec of the tool's type when the service is not up yet.
 """
 
@@ -23,11 +23,11 @@ from typing import Any, Literal
 
 import httpx
 
-from sleuth.tools.base import ToolError, ToolOutput, ToolUnavailable
-from sleuth.tools.wire import error_from_json, output_from_json
 from sleuth.core.api.agent_config import ToolConfig
 from sleuth.core.tools import DEFAULT_SPECS, ToolSpec, with_description
 from sleuth.core.tracing import inject_headers
+from sleuth.tools.base import ToolError, ToolOutput, ToolUnavailable
+from sleuth.tools.wire import error_from_json, output_from_json
 
 log = logging.getLogger("sleuth.tools.remote")
 

@@ -18,8 +18,8 @@ when the client goes away.
    admission slot, a database connection) — instead of running for nobody.
 
 Refusals are counted through ``on_reject(reason)`` (``too_large``, ``slow_body``) and
-disconnects through ``on_disconnect()``; both answer in the shape of :mod:`sleuth.core.http.error_shapes`
-with ``Connection: close``.
+disconnects through ``on_disconnect()``; both answer in the shape of
+:mod:`sleuth.core.http.error_shapes` with ``Connection: close``.
 """
 
 from __future__ import annotations

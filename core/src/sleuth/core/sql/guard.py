@@ -230,7 +230,9 @@ def _parse_one(sql: str) -> exp.Expression:
             PARSE_ERROR, f"the query does not parse as PostgreSQL: {type(err).__name__}"
         ) from None
     if len(statements) != 1:
-        raise SqlRejected(ONE_STATEMENT, f"exactly one statement is allowed, found {len(statements)}")
+        raise SqlRejected(
+            ONE_STATEMENT, f"exactly one statement is allowed, found {len(statements)}"
+        )
     root = cast(exp.Expression, statements[0])
     while isinstance(root, exp.Subquery) and not root.args.get("alias"):
         root = root.this
@@ -256,7 +258,9 @@ def _check_tree(root: exp.Expression, policy: GuardPolicy) -> set[str]:
     tables: set[str] = set()
     for node in root.walk():
         if isinstance(node, _FORBIDDEN_NODES):
-            raise SqlRejected(NOT_READ_ONLY, f"{_kind(node)} is not allowed; only a read-only SELECT")
+            raise SqlRejected(
+                NOT_READ_ONLY, f"{_kind(node)} is not allowed; only a read-only SELECT"
+            )
         if isinstance(node, exp.Func):
             _check_function(node, policy)
         elif isinstance(node, exp.Table):
@@ -264,7 +268,9 @@ def _check_tree(root: exp.Expression, policy: GuardPolicy) -> set[str]:
             if name:
                 tables.add(name)
         elif isinstance(node, exp.Select) and node.args.get("locks"):
-            raise SqlRejected(LOCKING_CLAUSE, "locking clauses (FOR UPDATE / FOR SHARE) are not allowed")
+            raise SqlRejected(
+                LOCKING_CLAUSE, "locking clauses (FOR UPDATE / FOR SHARE) are not allowed"
+            )
     return tables
 
 
@@ -277,7 +283,9 @@ def _function_name(node: exp.Func) -> str:
 def _check_function(node: exp.Func, policy: GuardPolicy) -> None:
     name = _function_name(node)
     if isinstance(node.parent, exp.Dot) and node.parent.expression is node:
-        raise SqlRejected(FUNCTION_QUALIFIED, f"schema-qualified function calls are not allowed ({name})")
+        raise SqlRejected(
+            FUNCTION_QUALIFIED, f"schema-qualified function calls are not allowed ({name})"
+        )
     if name in DENIED_FUNCTIONS or name.startswith(DENIED_FUNCTION_PREFIXES):
         raise SqlRejected(FUNCTION_DENIED, f"function {name}() is not allowed")
     if (
@@ -287,7 +295,8 @@ def _check_function(node: exp.Func, policy: GuardPolicy) -> None:
         and name not in policy.extra_functions
     ):
         raise SqlRejected(
-            FUNCTION_NOT_ALLOWED, f"function {name}() is not on the list of allowed functions")
+            FUNCTION_NOT_ALLOWED, f"function {name}() is not on the list of allowed functions"
+        )
 
 
 def _ident(node: exp.Expression | None) -> str:
@@ -309,7 +318,7 @@ def _check_table(node: exp.Table, policy: GuardPolicy) -> str:
     if node.args.get("catalog") is not None:
         raise SqlRejected(
             THREE_PART_NAME,
-            f"three-part table names are not allowed ({node.sql(dialect='postgres')})"
+            f"three-part table names are not allowed ({node.sql(dialect='postgres')})",
         )
     name = _ident(target)
     schema = _ident(node.args.get("db"))
@@ -318,7 +327,9 @@ def _check_table(node: exp.Table, policy: GuardPolicy) -> str:
     if not policy.allows(schema, name):
         shown = f"{schema}.{name}" if schema else name
         allowed = ", ".join(sorted(policy.allowed_tables)) or "none"
-        raise SqlRejected(TABLE_NOT_ALLOWED, f"table {shown!r} is not allowlisted (allowed: {allowed})")
+        raise SqlRejected(
+            TABLE_NOT_ALLOWED, f"table {shown!r} is not allowlisted (allowed: {allowed})"
+        )
     return f"{schema}.{name}" if schema else name
 
 
@@ -363,10 +374,13 @@ def _check_placeholders(root: exp.Expression, params: Sequence[object] | None) -
     if numbers != set(range(1, count + 1)):
         missing = sorted(set(range(1, count + 1)) - numbers)
         raise SqlRejected(
-            PLACEHOLDER_GAP, f"placeholders must be $1..${count} without gaps (missing ${missing[0]})")
+            PLACEHOLDER_GAP,
+            f"placeholders must be $1..${count} without gaps (missing ${missing[0]})",
+        )
     if params is not None and len(params) != count:
         raise SqlRejected(
-            PARAM_COUNT, f"the query has {count} placeholder(s) but {len(params)} param(s) given")
+            PARAM_COUNT, f"the query has {count} placeholder(s) but {len(params)} param(s) given"
+        )
     return count
 
 

@@ -74,9 +74,9 @@ def register(sub: Any, guarded: Callable[[Handler], Handler]) -> None:
 
 
 async def _tool_run(args: argparse.Namespace, cases: Any) -> Any:
+    from sleuth.evals.retrieval.runner import run_tool
     from sleuth.tools.build import build_service_tools
     from sleuth.tools.service.config import load_spec
-    from sleuth.evals.retrieval.runner import run_tool
 
     spec = load_spec(args.binding, "vector_search")
     if spec.vector_search is None:

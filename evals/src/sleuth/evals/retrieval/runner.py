@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.tools.base import Tool, ToolError
 from sleuth.evals.golden.cases import GoldenCase
 from sleuth.evals.progress import Progress
 from sleuth.evals.rag.runner import Failure
 from sleuth.evals.retrieval.metrics import LATENCY, Item, Retrieved, items_from, score_row
 from sleuth.scoring.samples import RagSample
+from sleuth.tools.base import Tool, ToolError
 
 RETRIEVAL_METRIC = "retrieval"
 

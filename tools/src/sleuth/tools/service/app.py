@@ -16,8 +16,8 @@ endpoint as HTTP 422 (argument), 503 (unavailable, misconfigured; busy with ``Re
 
 Identical calls in flight share one execution (:class:`~sleuth.core.singleflight.SingleFlight`);
 at most ``maxConcurrentCalls`` executions run at once, beyond which a call is refused at once as
-``busy``. Requests pass :class:`~sleuth.core.http.request_guard.RequestGuard`: a caller that goes away
-(the agent's tool timeout) cancels its call — and the SQL statement under it — unless another
+``busy``. Requests pass :class:`~sleuth.core.http.request_guard.RequestGuard`: a caller that goes
+away (the agent's tool timeout) cancels its call — and the SQL statement under it — unless another
 caller still waits for the same execution.
 
 Traces: each call is a ``tool <name>`` span (kind SERVER) whose parent is the caller's
@@ -52,11 +52,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from sleuth.core import spans
 from sleuth.core.http.error_shapes import error_body, http_exception
 from sleuth.core.http.request_guard import HttpLimits, RequestGuard
+from sleuth.core.names import TRACE_SPANS_DROPPED
 from sleuth.core.singleflight import SingleFlight
+from sleuth.core.tracing import Tracing, TracingSettings, extract_context, start_tracing
 from sleuth.tools.base import ToolBusy, ToolError, ToolOutput
 from sleuth.tools.build import ServiceTools
+from sleuth.tools.service.config import describe
 from sleuth.tools.wire import (
     canonical_arguments,
     error_json,
@@ -64,10 +68,6 @@ from sleuth.tools.wire import (
     error_to_json,
     output_to_json,
 )
-from sleuth.tools.service.config import describe
-from sleuth.core import spans
-from sleuth.core.names import TRACE_SPANS_DROPPED
-from sleuth.core.tracing import Tracing, TracingSettings, extract_context, start_tracing
 
 log = logging.getLogger("sleuth.toolservice")
 

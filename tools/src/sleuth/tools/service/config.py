@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from sleuth.tools.build import ServiceConfigError, ServiceTools
 from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
+from sleuth.tools.build import ServiceConfigError, ServiceTools
 
 
 def load_spec(path: Path, tool_type: str | None = None) -> ToolBindingSpec:

@@ -1,7 +1,8 @@
 """``sleuth sql check --allow T1,T2 "SQL"``: the guard as a black box.
 
 Exit 0 and print ``accepted`` (with the tables read) when the guard accepts; exit 2 and print
-``refused (<rule>): <reason>`` on stderr when it refuses. ``--params N`` also checks the placeholder count.
+``refused (<rule>): <reason>`` on stderr when it refuses (the rule's code:
+:data:`sleuth.core.sql.guard.RULES`). ``--params N`` also checks the placeholder count.
 Platform teams run it in CI to vet query templates before they reach a ToolBinding.
 """
 

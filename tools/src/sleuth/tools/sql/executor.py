@@ -37,6 +37,8 @@ from typing import Any
 import asyncpg
 from opentelemetry import trace
 
+from sleuth.core import spans
+from sleuth.core.sql.guard import CheckedQuery
 from sleuth.tools.base import (
     ToolArgumentError,
     ToolBusy,
@@ -44,9 +46,7 @@ from sleuth.tools.base import (
     ToolMisconfigured,
     ToolUnavailable,
 )
-from sleuth.core.sql.guard import CheckedQuery
 from sleuth.tools.sql.values import JsonValue, to_json
-from sleuth.core import spans
 
 log = logging.getLogger("sleuth.tools.sql")
 

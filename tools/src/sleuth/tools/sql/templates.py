@@ -14,14 +14,14 @@ from typing import Any
 import asyncpg
 from opentelemetry import trace
 
-from sleuth.tools.base import ToolArgumentError, ToolOutput
-from sleuth.tools.sql.executor import SqlLimits, run_readonly
-from sleuth.tools.sql.tool import output_for
 from sleuth.core import spans
 from sleuth.core.api.v1alpha1.toolbinding import SqlParameter, SqlTemplate
 from sleuth.core.errors import ConfigError
 from sleuth.core.sql.guard import CheckedQuery, GuardPolicy, SqlRejected, check_sql
 from sleuth.core.tools import ToolSpec
+from sleuth.tools.base import ToolArgumentError, ToolOutput
+from sleuth.tools.sql.executor import SqlLimits, run_readonly
+from sleuth.tools.sql.tool import output_for
 
 _JSON_TYPES: dict[str, dict[str, Any]] = {
     "string": {"type": "string"},

@@ -15,11 +15,11 @@ from typing import Any
 import asyncpg
 from opentelemetry import trace
 
-from sleuth.tools.base import Citation, ToolArgumentError, ToolOutput
-from sleuth.tools.sql.executor import QueryResult, SqlLimits, run_readonly
 from sleuth.core import spans
 from sleuth.core.sql.guard import CheckedQuery, GuardPolicy, SqlRejected, check_sql
 from sleuth.core.tools import SQL_QUERY, ToolSpec, sql_description_for, with_description
+from sleuth.tools.base import Citation, ToolArgumentError, ToolOutput
+from sleuth.tools.sql.executor import QueryResult, SqlLimits, run_readonly
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,9 @@ from typing import Any
 from opentelemetry import trace
 from qdrant_client import AsyncQdrantClient
 
+from sleuth.core import spans
+from sleuth.core.embeddings import Embedder, EmbeddingsUnavailable
+from sleuth.core.tools import VECTOR_SEARCH, ToolSpec, with_description
 from sleuth.tools.base import (
     Citation,
     ToolArgumentError,
@@ -32,9 +35,6 @@ from sleuth.tools.vector.retrieve import (
     RetrievalSettings,
     Retriever,
 )
-from sleuth.core import spans
-from sleuth.core.embeddings import Embedder, EmbeddingsUnavailable
-from sleuth.core.tools import VECTOR_SEARCH, ToolSpec, with_description
 
 log = logging.getLogger(__name__)
 
