@@ -68,7 +68,7 @@ async def test_sql_spans_join_the_callers_trace_and_leak_no_values(
     refused_call = {"query": "SELECT * FROM payroll WHERE name = $1", "params": [SECRET]}
     with (
         caller.tracing.tracer.start_as_current_span("execute_tool sql_query") as refused_parent,
-        pytest.raises(ToolArgumentError, match="not allowlisted"),
+        pytest.raises(ToolArgumentError, match=r"refused \(table_not_allowed\): .*not allowlisted"),
     ):
         await mcp.call(refused_call)
 
@@ -91,6 +91,7 @@ async def test_sql_spans_join_the_callers_trace_and_leak_no_values(
 
     refused = by_parent[format(refused_parent.get_span_context().span_id, "016x")]
     assert attrs(refused)[names.SQL_GUARD_VERDICT] == "refused"
+    assert attrs(refused)[names.SQL_GUARD_RULE] == "table_not_allowed"  # which rule fired
     assert attrs(refused)[names.TOOL_OUTCOME] == "argument"
     assert refused.status.status_code is StatusCode.ERROR
     assert names.SQL_DURATION_MS not in attrs(refused)  # it never reached the database
