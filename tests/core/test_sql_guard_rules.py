@@ -34,7 +34,7 @@ ONE_PER_RULE: dict[str, tuple[str, list[object] | None]] = {
     "function_denied": ("SELECT pg_sleep(1)", None),
     "function_not_allowed": ("SELECT frobnicate(1) FROM contracts", None),
     "table_function": ("SELECT * FROM pg_ls_dir('.')", None),
-    "from_item": ("SELECT * FROM (VALUES (1)) AS v(x)", None),
+    "from_item": ("SELECT * FROM $1", None),
     "three_part_name": ("SELECT * FROM db.public.contracts", None),
     "table_not_allowed": ("SELECT * FROM payroll", None),
     "placeholder_style": ("SELECT * FROM contracts WHERE id = ?", None),

@@ -63,11 +63,11 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         # The tools are built before the server starts, so that a configuration that cannot work
-        # (a DSN that does not parse, a Qdrant path that is no store) stops the service with one
-        # line naming the setting, not a traceback from inside the server's lifespan.
+        # (a DSN that does not parse, a Qdrant path that is no store, a template the SQL guard
+        # refuses) stops the service with one line naming the setting, not a traceback.
         try:
             tools = await build_service_tools(spec, dict(os.environ))
-        except ServiceConfigError as err:
+        except ConfigError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
 
