@@ -15,7 +15,7 @@ venv: $(VENV)/.installed  ## virtual environment with sleuth and its dev extra (
 # Every distribution of the workspace, editable, in one pip call (so that their names resolve to
 # these folders, never to an index), plus the root's dev extra. The venv is created from / as a
 # habit: nothing in the repository root can shadow the standard library any more (docs/layout.md).
-DISTRIBUTIONS := core scoring scripted operator agent evals
+DISTRIBUTIONS := core scoring scripted operator tools agent evals
 $(VENV)/.installed: pyproject.toml $(DISTRIBUTIONS:%=%/pyproject.toml)
 	@test -x $(PY) || (cd / && $(PYTHON) -m venv $(abspath $(VENV)))
 	$(VENV)/bin/pip install -q --upgrade pip 'setuptools>=77' wheel

@@ -21,7 +21,6 @@ from typing import Any
 import httpx
 
 from sleuth.agent.router import ROUTER_NAME, RouterModel
-from sleuth.agent.sample.contracts import SEED_QUESTION
 from sleuth.agent.trace import Trace
 from sleuth.core.llm import ToolCallRequest
 from sleuth.core.localmodel import DEFAULT_MODEL, MODELS, SERVED_NAME, LocalModelServer
@@ -30,6 +29,7 @@ from sleuth.demo.render import render_trace
 from sleuth.demo.stack import FIXTURE_LABEL, Planner, embedded_stack
 from sleuth.evals.tsa.cases import load_cases, shipped_cases_path
 from sleuth.evals.tsa.scoring import ActualCall, score_case, summarise
+from sleuth.tools.sample.contracts import SEED_QUESTION
 
 REAL_MODEL_COMMAND = f'make local-model && .venv/bin/sleuth ask --planner local "{SEED_QUESTION}"'
 

@@ -8,8 +8,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from sleuth.agent.tools.build import build_service_tools
-from sleuth.agent.toolservice.build import load_spec
+from sleuth.tools.build import build_service_tools
+from sleuth.tools.service.config import load_spec
 from sleuth.evals.commands.inputs import check_split, labels, this_shard
 from sleuth.evals.commands.options import RetrievalOptions
 from sleuth.evals.commands.reporting import emit

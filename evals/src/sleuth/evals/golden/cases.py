@@ -55,6 +55,6 @@ def load_golden(path: Path | str, split: str | None = None) -> list[GoldenCase]:
 
 def shipped_golden_path() -> Path:
     """A small hand-written golden set over the sample contracts corpus
-    (:mod:`sleuth.agent.sample`),
+    (:mod:`sleuth.tools.sample`),
     frozen with its manifest (evals/data/golden_contracts.jsonl)."""
     return Path(__file__).resolve().parent.parent / "data" / "golden_contracts.jsonl"

@@ -14,12 +14,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sleuth.agent.tools.base import Tool, ToolError
 from sleuth.evals.golden.cases import GoldenCase
 from sleuth.evals.progress import Progress
 from sleuth.evals.rag.runner import Failure, RetrievalRun
 from sleuth.scoring.retrieval import LATENCY, Item, Retrieved, items_from, score_row
 from sleuth.scoring.samples import RagSample
+from sleuth.tools.base import Tool, ToolError
 
 RETRIEVAL_METRIC = "retrieval"
 
