@@ -8,8 +8,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from sleuth.tools.build import build_service_tools
-from sleuth.tools.service.config import load_spec
 from sleuth.evals.commands.inputs import check_split, labels, this_shard
 from sleuth.evals.commands.options import RetrievalOptions
 from sleuth.evals.commands.reporting import emit
@@ -20,6 +18,8 @@ from sleuth.evals.rag.runner import RetrievalRun
 from sleuth.evals.report.results import parse_thresholds, retrieval_document
 from sleuth.evals.retrieval.runner import run_tool, score_rows
 from sleuth.scoring.samples import RagSample, load_samples
+from sleuth.tools.build import build_service_tools
+from sleuth.tools.service.config import load_spec
 
 
 def run_retrieval(options: RetrievalOptions) -> int:
