@@ -9,7 +9,8 @@ in collection order. :func:`mark_groups` puts a test in a group when
 - it uses the real node (the ``real_node`` fixture or the ``realnode`` marker): there is one per
   machine, and its session fixture holds the machine-wide lock until that worker's session ends,
   so a second worker would wait for the first one's whole session. :data:`REAL_NODE_GROUP` keeps
-  them on one worker, and never has a test of this suite wait on that lock. Tests that build
+  them on one worker, and never has a test of this suite wait on that lock; the fixture fails
+  (:func:`scattered_real_node_tests`) when they are not grouped. Tests that build
   images with ``tests/cluster/image.sh`` join it too (``pytestmark``), since the image cache's
   lock would otherwise make them wait, inside their timeouts, for the platform test's builds;
 - it uses a fixture of module or class scope (a served model, a built image, the demo's output):
@@ -61,6 +62,23 @@ def _carries(item: pytest.Item, name: str) -> bool:
     return item.nodeid.endswith(f"@{name}")
 
 
+def scattered_real_node_tests(session: pytest.Session) -> list[str]:
+    """In an xdist worker, the real-node tests that are not in the real-node group's unit.
+
+    Empty unless pytest-xdist runs without ``--dist loadgroup``, or lost the groups (it hands a
+    group to its scheduler in the node id, which pytest 9.2 no longer reads: pytest-xdist issue
+    1386). The ``real_node`` fixture fails with them rather than wait on the machine's lock for
+    another worker's whole session.
+    """
+    if not hasattr(session.config, "workerinput"):
+        return []
+    return [
+        item.nodeid
+        for item in session.items
+        if _group(item) == REAL_NODE_GROUP and not _carries(item, REAL_NODE_GROUP)
+    ]
+
+
 def mark_groups(items: list[pytest.Item]) -> None:
     """Give each test that belongs to a group its ``xdist_group`` marker (before xdist reads it)."""
     for item in items:
@@ -85,20 +103,8 @@ def order_for_workers(config: pytest.Config, items: list[pytest.Item]) -> None:
             singles.append(item)
         else:
             groups.setdefault(name, []).append(item)
-    # A worker's options say "loadgroup" through the flag xdist sets from the controller's --dist.
-    if not getattr(config.option, "loadgroup", False):
-        if groups.get(REAL_NODE_GROUP):
-            raise pytest.UsageError(
-                "the real-node tests must stay on one worker: run pytest-xdist with "
-                "--dist loadgroup (the pytest configuration's default)"
-            )
+    if not getattr(config.option, "loadgroup", False):  # xdist's flag for --dist loadgroup
         return
-    lost = [i.nodeid for name, members in groups.items() for i in members if not _carries(i, name)]
-    if lost:
-        raise pytest.UsageError(
-            f"pytest-xdist did not apply the test groups (e.g. {lost[0]}): a pytest it does not "
-            "support? (pyproject.toml pins pytest below 9.2 for this reason)"
-        )
     ordered = sorted(groups.items(), key=lambda kv: (kv[0] != REAL_NODE_GROUP, -len(kv[1])))
     items[:] = [
         *(item for _, members in ordered for item in members),
