@@ -88,12 +88,14 @@ def mark_groups(items: list[pytest.Item]) -> None:
 
 
 def order_for_workers(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In an xdist worker, order the queue longest first (a serial run keeps pytest's order).
+    """Under ``--dist loadgroup``, order a worker's queue longest first (a serial run keeps
+    pytest's order).
 
     The order must be the same in every worker (xdist compares their collections), so it depends
     on the collected items only.
     """
-    if not hasattr(config, "workerinput"):
+    # xdist's own flag in a worker for --dist loadgroup; without it the groups mean nothing
+    if not hasattr(config, "workerinput") or not getattr(config.option, "loadgroup", False):
         return
     groups: dict[str, list[pytest.Item]] = {}
     singles: list[pytest.Item] = []
@@ -103,8 +105,6 @@ def order_for_workers(config: pytest.Config, items: list[pytest.Item]) -> None:
             singles.append(item)
         else:
             groups.setdefault(name, []).append(item)
-    if not getattr(config.option, "loadgroup", False):  # xdist's flag for --dist loadgroup
-        return
     ordered = sorted(groups.items(), key=lambda kv: (kv[0] != REAL_NODE_GROUP, -len(kv[1])))
     items[:] = [
         *(item for _, members in ordered for item in members),
