@@ -79,7 +79,13 @@ def loop_settings(
         )
     except ValueError as err:
         raise SystemExit(f"sleuth operator: --tracing-*: {err}") from None
-    render = dataclasses.replace(render, tracing=tracing)
+    from sleuth.operator.render.netpol import parse_peers
+
+    try:
+        peers = parse_peers(args.network_policy_metrics_from or "")
+    except ValueError as err:
+        raise SystemExit(f"sleuth operator: --network-policy-metrics-from: {err}") from None
+    render = dataclasses.replace(render, tracing=tracing, metrics_peers=peers)
     return LoopSettings(
         kubeconfig=args.kubeconfig or None,
         namespaces=tuple(args.namespace or ()),
@@ -178,6 +184,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="record prompt and completion text on spans, unless "
         "spec.agent.tracing.captureContent says otherwise (default: off)",
+    )
+    parser.add_argument(
+        "--network-policy-metrics-from",
+        default="",
+        help="JSON list of NetworkPolicy peers admitted to the agent, model server and tool "
+        "service ports besides their callers, for Prometheus (e.g. the monitoring namespace; "
+        "default: none)",
     )
     parser.add_argument(
         "--resync-seconds",
