@@ -93,6 +93,6 @@ def test_standard_input_and_a_clashing_binding() -> None:
     twin = {**clone, "metadata": {"name": "contracts-web-2", "creationTimestamp": "2099-01-01T00:00:00Z"}}
     proc = _render("-f", "-", stdin=yaml.safe_dump_all([*docs, twin]))
     assert proc.returncode == 1
-    assert "contracts-web-2: spec.type: tool name web_search is already bound" in proc.stderr
+    assert "contracts-web-2: spec.name: tool name web_search is already bound" in proc.stderr
     names = {d["metadata"]["name"] for d in yaml.safe_load_all(proc.stdout)}
     assert "contracts-web-tool" in names and "contracts-web-2-tool" not in names

@@ -48,7 +48,7 @@ def _ns(name: str) -> dict[str, Any]:
     ],
 )
 def test_an_endpoint_url_becomes_the_peers_it_names(url: str, rules: list[Any]) -> None:
-    assert url_peers(url, NS, SETTINGS) == rules
+    assert url_peers(url, SETTINGS) == rules
 
 
 def _agent(**model: Any) -> AgentDeploymentSpec:
@@ -122,7 +122,7 @@ TOOL = Owner("ToolBinding", "shop-web", NS, "u-2")
 
 
 def test_a_tool_service_reaches_its_backend_only() -> None:
-    web = _binding(type="web_search", webSearch={"url": "https://search.example", "allowExternal": True})
+    web = _binding(type="web_search", webSearch={"url": "https://search.example.com", "allowExternal": True})
     spec = tool_network_policy("shop-web-tool", TOOL, web, SETTINGS)["spec"]
     assert spec["policyTypes"] == ["Ingress", "Egress"]
     assert spec["egress"] == [DNS, {"to": ANYWHERE, "ports": [{"port": 443, "protocol": "TCP"}]}]
@@ -175,7 +175,7 @@ def test_nothing_may_connect_to_an_eval_run() -> None:
 def test_metrics_peers_are_admitted_to_agent_model_and_tool_ports() -> None:
     monitoring = parse_peers('[{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]')
     settings = RenderSettings(metrics_peers=monitoring)
-    web = _binding(type="web_search", webSearch={"url": "https://search.example", "allowExternal": True})
+    web = _binding(type="web_search", webSearch={"url": "https://search.example.com", "allowExternal": True})
     for policy in (
         agent_network_policy(AGENT, _agent(), [Binding("shop-web", web)], settings),
         model_network_policy(AGENT, settings),

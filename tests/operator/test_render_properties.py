@@ -171,7 +171,7 @@ def test_any_valid_spec_renders_owned_labelled_and_deterministic(
             if meta["labels"]["app.kubernetes.io/component"] in ("agent", "tool"):
                 _assert_drains(template["spec"], _in_flight_seconds(obj, spec, bound))
     if spec.model.serves:
-        pod = first[0]["spec"]["template"]["spec"]
+        pod = first[1]["spec"]["template"]["spec"]  # after the model server's NetworkPolicy
         limits = pod["containers"][0]["resources"]["limits"]
         assert limits["nvidia.com/gpu"] == spec.model.effective_gpu.count
         args = pod["containers"][0]["args"]

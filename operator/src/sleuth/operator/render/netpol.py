@@ -119,14 +119,18 @@ def any_address() -> list[Peer]:
 
 def _port_of(url: str) -> int:
     parts = urlsplit(url)
-    if parts.port is not None:
-        return parts.port
+    try:
+        port = parts.port
+    except ValueError:  # out of range: nothing listens there; admit the scheme's port
+        port = None
+    if port is not None:
+        return port
     return 443 if parts.scheme == "https" else 80
 
 
-def url_peers(url: str, namespace: str, settings: RenderSettings) -> list[Rule]:
-    """Egress rules admitting the server at ``url`` (see the module docstring); ``namespace`` is
-    the namespace a bare Service name resolves in."""
+def url_peers(url: str, settings: RenderSettings) -> list[Rule]:
+    """Egress rules admitting the server at ``url`` (see the module docstring); a bare Service
+    name resolves in the policy's own namespace."""
     host = (urlsplit(url).hostname or "").rstrip(".")
     port = _port_of(url)
     try:
@@ -244,7 +248,7 @@ def tool_network_policy(
         egress.append({"to": any_address(), "ports": [tcp(POSTGRES_PORT)]})
     urls = backend_urls(spec) + (tracing_urls(tracing) if tracing is not None else [])
     for url in urls:
-        egress += url_peers(url, owner.namespace, settings)
+        egress += url_peers(url, settings)
     return network_policy(
         name,
         owner,

@@ -74,7 +74,7 @@ def agent_network_policy(
     if spec.model.serves:
         egress.append({"to": [pods_of("model", owner.name)], "ports": [tcp(settings.model_port)]})
     for url in agent_egress_urls(owner, spec, bindings, settings):
-        egress += url_peers(url, owner.namespace, settings)
+        egress += url_peers(url, settings)
     return network_policy(
         agent_name(owner),
         owner,
