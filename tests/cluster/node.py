@@ -47,6 +47,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import node_netpol
 from node_config import (
     BIN,
     BRIDGE,
@@ -106,8 +107,6 @@ from node_host import (
     write_sysctl,
 )
 from node_images import build_image, import_images
-
-import node_netpol
 
 NEEDS_BUILT = ("kubelet", "kube-proxy", "coredns", "kubectl", "crictl")
 NEEDS_TOOLS = [

@@ -76,13 +76,21 @@ def rbac_objects() -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "List",
         "items": [
-            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {**meta, "namespace": NAMESPACE}},
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {**meta, "namespace": NAMESPACE},
+            },
             {
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "ClusterRole",
                 "metadata": meta,
                 "rules": [
-                    {"apiGroups": [""], "resources": ["pods", "namespaces"], "verbs": ["list", "watch"]},
+                    {
+                        "apiGroups": [""],
+                        "resources": ["pods", "namespaces"],
+                        "verbs": ["list", "watch"],
+                    },
                     {
                         "apiGroups": ["networking.k8s.io"],
                         "resources": ["networkpolicies"],
@@ -94,7 +102,11 @@ def rbac_objects() -> dict[str, Any]:
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "ClusterRoleBinding",
                 "metadata": meta,
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": NAME,
+                },
                 "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}],
             },
         ],
@@ -175,7 +187,17 @@ def _command(kubeconfig: str) -> list[str]:
         f"KUBERNETES_SERVICE_PORT={server.port or 443} && "
         'exec "$@"'
     )
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(TOKEN_DIR), *engine]
+    return [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        str(TOKEN_DIR),
+        *engine,
+    ]
 
 
 def up() -> dict[str, Any]:
@@ -243,7 +265,10 @@ def down(problems: list[str] | None = None) -> list[str]:
 
 def leftovers() -> list[str]:
     found = []
-    if shutil.which("iptables") and run("iptables", "-w", "-t", "mangle", "-S", CHAIN, check=False).returncode == 0:
+    if (
+        shutil.which("iptables")
+        and run("iptables", "-w", "-t", "mangle", "-S", CHAIN, check=False).returncode == 0
+    ):
         found.append(f"iptables -t mangle chain {CHAIN}")
     if nft_table_exists():
         found.append(f"nft table {' '.join(NFT_TABLE)}")
@@ -263,7 +288,9 @@ def status() -> dict[str, Any]:
         "pid": proc.get("pid") if proc else None,
         "queue": QUEUE,
         "queue_bound": queue_bound(),
-        "divert_chain": run("iptables", "-w", "-t", "mangle", "-S", CHAIN, check=False).stdout.splitlines(),
+        "divert_chain": run(
+            "iptables", "-w", "-t", "mangle", "-S", CHAIN, check=False
+        ).stdout.splitlines(),
         "nft_table": nft_table_exists(),
         # The engine's own nftables rules, refused by this kernel (no nft queue statement).
         "nft_sync_refused": '"syncing nftables rules" error=' in engine_log,

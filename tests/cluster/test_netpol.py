@@ -146,7 +146,12 @@ class Pods:
     def wait_ready(self) -> None:
         for role, (ns, name, _port) in self.pods.items():
             self.real_node.kubectl(
-                "wait", "--for=condition=Ready", f"pod/{name}", "-n", ns, "--timeout=180s",
+                "wait",
+                "--for=condition=Ready",
+                f"pod/{name}",
+                "-n",
+                ns,
+                "--timeout=180s",
                 timeout=200,
             )
             self.ips[role] = self.real_node.get("pod", name, "-n", ns)["status"]["podIP"]
@@ -170,7 +175,8 @@ def test_rendered_policies_are_enforced_between_pods(
     real_node: RealNodeCluster, enforcer: dict[str, Any], namespaces: tuple[str, str, str]
 ) -> None:
     ns, provider_ns, elsewhere_ns = namespaces
-    assert enforcer["running"] and enforcer["queue_bound"]
+    assert enforcer["running"]
+    assert enforcer["queue_bound"]
     # The engine's own nftables rules end in `queue`, which this kernel lacks: refused whole.
     assert enforcer["nft_table"] in (False, None)
 
@@ -200,7 +206,9 @@ def test_rendered_policies_are_enforced_between_pods(
         _probe_pod(real_node, elsewhere_ns, "decoy", {"app": "decoy"}, 8080),
         _service(elsewhere_ns, "decoy", {"app": "decoy"}, 80, 8080),
     ]
-    real_node.kubectl("apply", "-f", "-", input=json.dumps({"kind": "List", "apiVersion": "v1", "items": objects}))
+    real_node.kubectl(
+        "apply", "-f", "-", input=json.dumps({"kind": "List", "apiVersion": "v1", "items": objects})
+    )
     pods = Pods(
         real_node,
         {
@@ -213,9 +221,15 @@ def test_rendered_policies_are_enforced_between_pods(
 
     # Control: the enforcer runs, no policy yet — the stranger reaches the model server.
     status, body = pods.fetch("stranger", pods.url("model"))
-    assert status == 200 and body.strip() == "probe model", body
+    assert status == 200, body
+    assert body.strip() == "probe model"
 
-    real_node.kubectl("apply", "-f", "-", input=json.dumps({"kind": "List", "apiVersion": "v1", "items": policies}))
+    real_node.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps({"kind": "List", "apiVersion": "v1", "items": policies}),
+    )
     search = f"http://search.{provider_ns}.svc:80/"
     decoy = f"http://decoy.{elsewhere_ns}.svc:80/"
     allowed = [
@@ -251,6 +265,8 @@ def test_rendered_policies_are_enforced_between_pods(
     # The verdicts were the engine's (its log counts them), read from the NFQUEUE the iptables
     # rules feed; its own nftables rules were refused by the kernel and no table exists.
     after = json.loads(real_node.node("netpol", "status").stdout)
-    assert after["queue_bound"] and after["nft_sync_refused"]
+    assert after["queue_bound"]
+    assert after["nft_sync_refused"]
     assert after["nft_table"] in (False, None)
-    assert after["verdicts"]["drop"] > 0 and after["verdicts"]["accept"] > 0, after
+    assert after["verdicts"]["drop"] > 0, after
+    assert after["verdicts"]["accept"] > 0, after

@@ -47,7 +47,11 @@ def _subset(want: Any, got: Any, path: str = "") -> list[str]:
     if isinstance(want, list):
         if not isinstance(got, list) or len(got) != len(want):
             return [f"{path}: {got!r} != {want!r}"]
-        return [d for i, (w, g) in enumerate(zip(want, got, strict=True)) for d in _subset(w, g, f"{path}[{i}]")]
+        return [
+            d
+            for i, (w, g) in enumerate(zip(want, got, strict=True))
+            for d in _subset(w, g, f"{path}[{i}]")
+        ]
     return [] if want == got or str(want) == str(got) else [f"{path}: {got!r} != {want!r}"]
 
 
@@ -56,7 +60,11 @@ def test_render_prints_what_the_operator_applies(
 ) -> None:
     kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES))
     kube.kubectl(
-        "wait", "-n", namespace, "--for=condition=Ready", "agentdeployment/contracts",
+        "wait",
+        "-n",
+        namespace,
+        "--for=condition=Ready",
+        "agentdeployment/contracts",
         "--timeout=120s",
     )
     resources = _json(kube, "get", KINDS, "-n", namespace)["items"]
@@ -83,7 +91,7 @@ def test_render_prints_what_the_operator_applies(
 
     def same_set() -> bool:
         live = owned()
-        assert set(live) == set(keys), (set(live) ^ set(keys))
+        assert set(live) == set(keys), set(live) ^ set(keys)
         return True
 
     eventually(same_set, what="the operator's children are exactly what sleuth render printed")
@@ -142,7 +150,9 @@ def test_every_rendered_pod_passes_the_restricted_standard(
         "pod-security.kubernetes.io/enforce=restricted",
         "pod-security.kubernetes.io/enforce-version=latest",
     )
-    docs = [d for d in example_docs() if d["kind"] in ("AgentDeployment", "ToolBinding", "EvalSchedule")]
+    docs = [
+        d for d in example_docs() if d["kind"] in ("AgentDeployment", "ToolBinding", "EvalSchedule")
+    ]
     for doc in docs:
         doc["metadata"]["namespace"] = namespace
         doc["metadata"]["uid"] = ""

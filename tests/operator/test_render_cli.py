@@ -29,16 +29,26 @@ def test_the_examples_render_every_child_in_apply_order() -> None:
     docs = list(yaml.safe_load_all(proc.stdout))
     keys = [f"{d['kind']}/{d['metadata']['name']}" for d in docs]
     assert keys[:2] == ["NetworkPolicy/contracts-model", "Deployment/contracts-model"]
-    for name in ("contracts-agent", "contracts-clauses-tool", "contracts-sql-tool", "contracts-web-tool"):
+    for name in (
+        "contracts-agent",
+        "contracts-clauses-tool",
+        "contracts-sql-tool",
+        "contracts-web-tool",
+    ):
         assert keys.index(f"NetworkPolicy/{name}") < keys.index(f"Deployment/{name}")
-    assert keys.index("ServiceAccount/contracts-weekly-eval") < keys.index("CronJob/contracts-weekly-eval")
+    assert keys.index("ServiceAccount/contracts-weekly-eval") < keys.index(
+        "CronJob/contracts-weekly-eval"
+    )
     assert "NetworkPolicy/contracts-weekly-eval" in keys
     assert "PrometheusRule/contracts-weekly-eval-alerts" in keys
     assert {d["metadata"]["namespace"] for d in docs} == {"team-a"}
-    assert all(d["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "sleuth-operator" for d in docs)
+    assert all(
+        d["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "sleuth-operator" for d in docs
+    )
     # The same objects the library renders (the command adds nothing of its own).
     objs = [
-        {**d, "metadata": {**d["metadata"], "namespace": "team-a", "uid": ""}} for d in example_docs()
+        {**d, "metadata": {**d["metadata"], "namespace": "team-a", "uid": ""}}
+        for d in example_docs()
     ]
     assert docs == render_objects(objs, RenderSettings()).children
 
@@ -50,7 +60,9 @@ def test_chart_settings_are_flags() -> None:
         "--model-image",
         "registry.internal/vllm@sha256:" + "a" * 64,
         "--network-policy-metrics-from",
-        json.dumps([{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "mon"}}}]),
+        json.dumps(
+            [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "mon"}}}]
+        ),
     )
     assert proc.returncode == 0, proc.stderr
     docs = {f"{d['kind']}/{d['metadata']['name']}": d for d in yaml.safe_load_all(proc.stdout)}
@@ -62,7 +74,10 @@ def test_chart_settings_are_flags() -> None:
 
 def test_refusals_name_the_field_and_fail(tmp_path: Path) -> None:
     agent = next(d for d in example_docs() if d["kind"] == "AgentDeployment")
-    bad = {**agent, "spec": {**agent["spec"], "model": {**agent["spec"]["model"], "gpu": {"count": 3}}}}
+    bad = {
+        **agent,
+        "spec": {**agent["spec"], "model": {**agent["spec"]["model"], "gpu": {"count": 3}}},
+    }
     orphan = {
         "apiVersion": "sleuth.dev/v1alpha1",
         "kind": "ToolBinding",
@@ -90,9 +105,13 @@ def test_refusals_name_the_field_and_fail(tmp_path: Path) -> None:
 def test_standard_input_and_a_clashing_binding() -> None:
     docs = [d for d in example_docs() if d["kind"] in ("AgentDeployment", "ToolBinding")]
     clone = next(d for d in docs if d["metadata"]["name"] == "contracts-web")
-    twin = {**clone, "metadata": {"name": "contracts-web-2", "creationTimestamp": "2099-01-01T00:00:00Z"}}
+    twin = {
+        **clone,
+        "metadata": {"name": "contracts-web-2", "creationTimestamp": "2099-01-01T00:00:00Z"},
+    }
     proc = _render("-f", "-", stdin=yaml.safe_dump_all([*docs, twin]))
     assert proc.returncode == 1
     assert "contracts-web-2: spec.name: tool name web_search is already bound" in proc.stderr
     names = {d["metadata"]["name"] for d in yaml.safe_load_all(proc.stdout)}
-    assert "contracts-web-tool" in names and "contracts-web-2-tool" not in names
+    assert "contracts-web-tool" in names
+    assert "contracts-web-2-tool" not in names

@@ -35,16 +35,38 @@ def _ns(name: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("url", "rules"),
     [
-        ("http://10.1.2.3:6333", [{"to": [{"ipBlock": {"cidr": "10.1.2.3/32"}}], "ports": [{"port": 6333, "protocol": "TCP"}]}]),
+        (
+            "http://10.1.2.3:6333",
+            [
+                {
+                    "to": [{"ipBlock": {"cidr": "10.1.2.3/32"}}],
+                    "ports": [{"port": 6333, "protocol": "TCP"}],
+                }
+            ],
+        ),
         ("http://qdrant:6333", [{"to": [{"podSelector": {}}]}]),
         ("http://qdrant.data.svc:6333", [{"to": [_ns("data")]}]),
         ("http://qdrant.data.svc.cluster.local:6333/", [{"to": [_ns("data")]}]),
         (
             "http://jaeger.observability:4318",
-            [{"to": [_ns("observability")]}, {"to": ANYWHERE, "ports": [{"port": 4318, "protocol": "TCP"}]}],
+            [
+                {"to": [_ns("observability")]},
+                {"to": ANYWHERE, "ports": [{"port": 4318, "protocol": "TCP"}]},
+            ],
         ),
-        ("https://api.search.example/v1", [{"to": ANYWHERE, "ports": [{"port": 443, "protocol": "TCP"}]}]),
-        ("http://[fd00::1]:8000/v1", [{"to": [{"ipBlock": {"cidr": "fd00::1/128"}}], "ports": [{"port": 8000, "protocol": "TCP"}]}]),
+        (
+            "https://api.search.example/v1",
+            [{"to": ANYWHERE, "ports": [{"port": 443, "protocol": "TCP"}]}],
+        ),
+        (
+            "http://[fd00::1]:8000/v1",
+            [
+                {
+                    "to": [{"ipBlock": {"cidr": "fd00::1/128"}}],
+                    "ports": [{"port": 8000, "protocol": "TCP"}],
+                }
+            ],
+        ),
     ],
 )
 def test_an_endpoint_url_becomes_the_peers_it_names(url: str, rules: list[Any]) -> None:
@@ -52,7 +74,9 @@ def test_an_endpoint_url_becomes_the_peers_it_names(url: str, rules: list[Any]) 
 
 
 def _agent(**model: Any) -> AgentDeploymentSpec:
-    return AgentDeploymentSpec.model_validate({"model": model or {"name": "Qwen/Qwen2.5-7B-Instruct"}})
+    return AgentDeploymentSpec.model_validate(
+        {"model": model or {"name": "Qwen/Qwen2.5-7B-Instruct"}}
+    )
 
 
 def test_the_agent_is_called_by_its_namespace_and_calls_only_its_own() -> None:
@@ -61,7 +85,9 @@ def test_the_agent_is_called_by_its_namespace_and_calls_only_its_own() -> None:
     assert policy["metadata"]["name"] == "shop-agent"
     assert spec["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "agent"
     assert spec["policyTypes"] == ["Ingress", "Egress"]
-    assert spec["ingress"] == [{"from": [{"podSelector": {}}], "ports": [{"port": 8080, "protocol": "TCP"}]}]
+    assert spec["ingress"] == [
+        {"from": [{"podSelector": {}}], "ports": [{"port": 8080, "protocol": "TCP"}]}
+    ]
     tools = {"app.kubernetes.io/component": "tool", "sleuth.dev/agent": "shop"}
     model = {
         "app.kubernetes.io/name": "sleuth-model",
@@ -70,8 +96,14 @@ def test_the_agent_is_called_by_its_namespace_and_calls_only_its_own() -> None:
     }
     assert spec["egress"] == [
         DNS,
-        {"to": [{"podSelector": {"matchLabels": tools}}], "ports": [{"port": 8080, "protocol": "TCP"}]},
-        {"to": [{"podSelector": {"matchLabels": model}}], "ports": [{"port": 8000, "protocol": "TCP"}]},
+        {
+            "to": [{"podSelector": {"matchLabels": tools}}],
+            "ports": [{"port": 8080, "protocol": "TCP"}],
+        },
+        {
+            "to": [{"podSelector": {"matchLabels": model}}],
+            "ports": [{"port": 8000, "protocol": "TCP"}],
+        },
     ]
 
 
@@ -91,7 +123,10 @@ def test_an_endpoint_model_judge_and_tracing_are_the_agents_other_peers() -> Non
     egress = agent_network_policy(AGENT, spec, [], SETTINGS)["spec"]["egress"]
     assert {"to": ANYWHERE, "ports": [{"port": 443, "protocol": "TCP"}]} in egress
     assert {"to": [_ns("models")]} in egress
-    assert {"to": [{"ipBlock": {"cidr": "10.9.9.9/32"}}], "ports": [{"port": 4318, "protocol": "TCP"}]} in egress
+    assert {
+        "to": [{"ipBlock": {"cidr": "10.9.9.9/32"}}],
+        "ports": [{"port": 4318, "protocol": "TCP"}],
+    } in egress
     assert not any("sleuth-model" in str(rule) for rule in egress)  # no model pods of its own
 
 
@@ -110,7 +145,11 @@ def test_the_model_server_admits_its_agent_and_eval_jobs_only() -> None:
                 }
             }
         },
-        {"podSelector": {"matchLabels": {"app.kubernetes.io/component": "eval", "sleuth.dev/agent": "shop"}}},
+        {
+            "podSelector": {
+                "matchLabels": {"app.kubernetes.io/component": "eval", "sleuth.dev/agent": "shop"}
+            }
+        },
     ]
 
 
@@ -122,11 +161,16 @@ TOOL = Owner("ToolBinding", "shop-web", NS, "u-2")
 
 
 def test_a_tool_service_reaches_its_backend_only() -> None:
-    web = _binding(type="web_search", webSearch={"url": "https://search.example.com", "allowExternal": True})
+    web = _binding(
+        type="web_search", webSearch={"url": "https://search.example.com", "allowExternal": True}
+    )
     spec = tool_network_policy("shop-web-tool", TOOL, web, SETTINGS)["spec"]
     assert spec["policyTypes"] == ["Ingress", "Egress"]
     assert spec["egress"] == [DNS, {"to": ANYWHERE, "ports": [{"port": 443, "protocol": "TCP"}]}]
-    assert spec["ingress"][0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "shop"
+    assert (
+        spec["ingress"][0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/instance"]
+        == "shop"
+    )
 
     sql = _binding(
         type="sql_query",
@@ -149,10 +193,15 @@ def test_a_tool_service_reaches_its_backend_only() -> None:
         DNS,
         {"to": [_ns("data")]},
         {"to": [{"podSelector": {}}]},
-        {"to": [{"ipBlock": {"cidr": "10.9.9.9/32"}}], "ports": [{"port": 4318, "protocol": "TCP"}]},
+        {
+            "to": [{"ipBlock": {"cidr": "10.9.9.9/32"}}],
+            "ports": [{"port": 4318, "protocol": "TCP"}],
+        },
     ]
 
-    embedded = _binding(type="vector_search", vectorSearch={"embedded": {"claimName": "store"}, "collection": "c"})
+    embedded = _binding(
+        type="vector_search", vectorSearch={"embedded": {"claimName": "store"}, "collection": "c"}
+    )
     assert tool_network_policy("x-tool", TOOL, embedded, SETTINGS)["spec"]["egress"] == [DNS]
 
 
@@ -173,15 +222,21 @@ def test_nothing_may_connect_to_an_eval_run() -> None:
 
 
 def test_metrics_peers_are_admitted_to_agent_model_and_tool_ports() -> None:
-    monitoring = parse_peers('[{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]')
+    monitoring = parse_peers(
+        '[{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]'
+    )
     settings = RenderSettings(metrics_peers=monitoring)
-    web = _binding(type="web_search", webSearch={"url": "https://search.example.com", "allowExternal": True})
+    web = _binding(
+        type="web_search", webSearch={"url": "https://search.example.com", "allowExternal": True}
+    )
     for policy in (
         agent_network_policy(AGENT, _agent(), [Binding("shop-web", web)], settings),
         model_network_policy(AGENT, settings),
         tool_network_policy("shop-web-tool", TOOL, web, settings),
     ):
-        assert policy["spec"]["ingress"][0]["from"][-1] == _ns("monitoring"), policy["metadata"]["name"]
+        assert policy["spec"]["ingress"][0]["from"][-1] == _ns("monitoring"), policy["metadata"][
+            "name"
+        ]
 
 
 @pytest.mark.parametrize(

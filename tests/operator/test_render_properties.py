@@ -166,7 +166,8 @@ def test_any_valid_spec_renders_owned_labelled_and_deterministic(
                 and p["spec"]["podSelector"]["matchLabels"].items() <= labels
                 and "Ingress" in p["spec"]["policyTypes"]
             ]
-            assert policies and policies[0] < first.index(obj), meta["name"]
+            assert policies, meta["name"]
+            assert policies[0] < first.index(obj), meta["name"]
             assert template["spec"]["automountServiceAccountToken"] is False
             if meta["labels"]["app.kubernetes.io/component"] in ("agent", "tool"):
                 _assert_drains(template["spec"], _in_flight_seconds(obj, spec, bound))

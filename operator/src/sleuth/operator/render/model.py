@@ -179,4 +179,12 @@ def render_model(owner: Owner, spec: ModelSpec, settings: RenderSettings) -> lis
     return [deployment, service]
 
 
-__all__ = ["API_KEY_ENV", "CACHE_PATH", "HOME", "model_endpoint", "model_name", "render_model", "vllm_args"]
+__all__ = [
+    "API_KEY_ENV",
+    "CACHE_PATH",
+    "HOME",
+    "model_endpoint",
+    "model_name",
+    "render_model",
+    "vllm_args",
+]

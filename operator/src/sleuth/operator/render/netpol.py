@@ -102,9 +102,7 @@ def pods_of(component: Component, instance: str) -> Peer:
 def eval_pods_of(agent: str) -> Peer:
     """The pods of every EvalSchedule's runs that evaluate ``agent``, in its namespace."""
     return {
-        "podSelector": {
-            "matchLabels": {"app.kubernetes.io/component": "eval", AGENT_LABEL: agent}
-        }
+        "podSelector": {"matchLabels": {"app.kubernetes.io/component": "eval", AGENT_LABEL: agent}}
     }
 
 

@@ -121,8 +121,8 @@ class ModelCache(SpecModel):
         default=None,
         min_length=1,
         max_length=253,
-        description="Name of an existing PersistentVolumeClaim mounted at /home/vllm/.cache/huggingface "
-        "(ReadWriteMany or ReadOnlyMany when replicas > 1).",
+        description="Name of an existing PersistentVolumeClaim mounted at "
+        "/home/vllm/.cache/huggingface (ReadWriteMany or ReadOnlyMany when replicas > 1).",
     )
     size: str | None = Field(
         default=None,
