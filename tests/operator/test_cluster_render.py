@@ -40,7 +40,8 @@ def _subset(want: Any, got: Any, path: str = "") -> list[str]:
         out = []
         for key, value in want.items():
             if key not in got:
-                out.append(f"{path}.{key}: missing")
+                if value not in ([], {}, None):  # the apiserver omits empty lists and maps
+                    out.append(f"{path}.{key}: missing")
             else:
                 out += _subset(value, got[key], f"{path}.{key}")
         return out
