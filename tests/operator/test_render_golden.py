@@ -119,7 +119,7 @@ def test_tool_service_reads_the_rendered_config(tmp_path: Path) -> None:
     from sleuth.agent.toolservice.build import load_spec
 
     for binding in _bindings():
-        configmap = _rendered()[binding.name][0]
+        configmap = _rendered()[binding.name][1]  # after its NetworkPolicy
         path = tmp_path / f"{binding.name}.yaml"
         path.write_text(configmap["data"]["config.yaml"], encoding="utf-8")
         loaded = load_spec(path)
