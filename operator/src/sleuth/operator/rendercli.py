@@ -124,9 +124,12 @@ class Rendered:
     refused: list[str]
 
 
-def render_objects(objs: list[dict[str, Any]], settings: RenderSettings) -> Rendered:
-    """The children of every sleuth resource in ``objs``, in input order."""
-    ours = [o for o in objs if o.get("kind") in KINDS]
+def render_objects(
+    objs: list[dict[str, Any]], settings: RenderSettings, namespace: str = "default"
+) -> Rendered:
+    """The children of every sleuth resource in ``objs``, in input order (``namespace``: that
+    of the objects that name none). :class:`RenderError` when one has no name."""
+    ours = [_normalized(o, namespace) for o in objs if o.get("kind") in KINDS]
     by_kind: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
     for obj in ours:
         by_kind[obj["kind"]].append(obj)
@@ -248,11 +251,10 @@ def metrics_peers(text: str) -> list[dict[str, Any]]:
 def _run(args: argparse.Namespace) -> int:
     try:
         settings = render_settings(args, os.environ)
-        objs = [_normalized(o, args.namespace) for o in read_inputs(args.filename, sys.stdin)]
+        rendered = render_objects(read_inputs(args.filename, sys.stdin), settings, args.namespace)
     except RenderError as err:
         print(f"sleuth render: {err}", file=sys.stderr)
         return 2
-    rendered = render_objects(objs, settings)
     if rendered.children:
         sys.stdout.write(yaml.safe_dump_all(rendered.children, sort_keys=False))
     for message in rendered.refused:
