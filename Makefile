@@ -48,14 +48,15 @@ promtool:  ## Prometheus (server, for tests/operator/test_cluster_prometheus.py)
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
 # The real worker node's runtime (tests/cluster/node.sh): containerd, runc and the CNI plugins,
-# plus the tools the node's set-up and teardown use, and mmdebstrap + util-linux (unshare) for
-# the images built without Docker (tests/cluster/image.sh).
-NODE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack iproute2 openssl \
+# plus the tools the node's set-up and teardown use (nft: what the NetworkPolicy enforcer of
+# tests/cluster/node_netpol.py leaves), and mmdebstrap + util-linux (unshare) for the images built
+# without Docker (tests/cluster/image.sh).
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack iproute2 openssl nftables \
   mmdebstrap util-linux
 node-packages:  ## containerd, runc, CNI plugins, iptables, conntrack, mmdebstrap from Debian (the real node, its images)
 	@command -v containerd >/dev/null && command -v runc >/dev/null && test -x /usr/lib/cni/bridge && \
 	  command -v iptables >/dev/null && command -v conntrack >/dev/null && command -v ip >/dev/null && \
-	  command -v openssl >/dev/null && command -v mmdebstrap >/dev/null && \
+	  command -v openssl >/dev/null && command -v mmdebstrap >/dev/null && command -v nft >/dev/null && \
 	  command -v unshare >/dev/null || { apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(NODE_PACKAGES) >/dev/null; }
 

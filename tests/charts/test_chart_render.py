@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
 from tests.charts.chart_testkit import (
     CHART,
     GOLDEN,
@@ -187,7 +188,7 @@ def test_operator_arguments_are_accepted_by_the_cli(helm: Path, name: str) -> No
     values = yaml.safe_load(VALUE_SETS[name].read_text()) if VALUE_SETS[name] else {}
     assert (args.namespace or []) == values.get("watchNamespaces", [])
     assert args.image.startswith("ghcr.io/sleuth-dev/sleuth")
-    assert args.model_image == values.get("modelImage", "docker.io/vllm/vllm-openai:v0.11.0")
+    assert args.model_image == values.get("modelImage", DEFAULT_VLLM_IMAGE)
     assert args.metrics_port == 9090
     assert args.liveness == "http://0.0.0.0:8080/healthz"
     assert args.leader_election_lease == "sleuth-operator"
@@ -211,7 +212,7 @@ def test_every_runbook_link_leads_to_a_page_and_the_operator_uses_the_same_base(
     helm: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The chart's alerts and every EvalSchedule's link <runbookBaseUrl>/<Alert>.md, one base."""
-    from sleuth.operator.main import settings_from_env
+    from sleuth.operator.settings import settings_from_env
     from sleuth.operator.render.meta import DEFAULT_RUNBOOK_BASE_URL
 
     docs = documents(template(helm, VALUE_SETS["monitoring"]))

@@ -4,6 +4,7 @@
 #
 #   tests/cluster/build.sh            # build what is missing, print the bin folder
 #   tests/cluster/build.sh jaeger     # only the trace backend (tests/support/jaeger.py)
+#   tests/cluster/build.sh kube-network-policies   # only the real node's NetworkPolicy enforcer
 #
 # Output folder: ${SLEUTH_CACHE:-~/.cache/sleuth}/bin/<component>-<version>/
 set -euo pipefail
@@ -122,6 +123,21 @@ go_install() {  # name version ldflags package...
   echo "$out"
 }
 
+build_kube_network_policies() {
+  # SIG Network's NetworkPolicy implementation. Its main package is .../cmd, which `go install`
+  # would name `cmd`: install into a scratch folder and rename.
+  local out="$cache/bin/kube-network-policies-$KUBE_NETWORK_POLICIES_VERSION"
+  if [[ -x "$out/kube-network-policies" ]]; then echo "$out"; return; fi
+  log "building kube-network-policies $KUBE_NETWORK_POLICIES_VERSION"
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp/gobin"
+  GOBIN="$out.tmp/gobin" go install -trimpath -ldflags "-s -w" \
+    "sigs.k8s.io/kube-network-policies/cmd@$KUBE_NETWORK_POLICIES_VERSION" >&2
+  mv "$out.tmp/gobin/cmd" "$out.tmp/kube-network-policies"
+  rmdir "$out.tmp/gobin"
+  rm -rf "$out"; mv "$out.tmp" "$out"
+  echo "$out"
+}
+
 prometheus_operator_crds() {
   local out="$cache/crds/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
   if [[ -f "$out/monitoring.coreos.com_prometheusrules.yaml" ]]; then echo "$out"; return; fi
@@ -137,6 +153,7 @@ prometheus_operator_crds() {
 main() {
   local t0=$SECONDS
   if [[ "${1:-}" == jaeger ]]; then build_jaeger; return; fi
+  if [[ "${1:-}" == kube-network-policies ]]; then build_kube_network_policies; return; fi
   local dirs=()
   dirs+=("$(build_etcd)")
   dirs+=("$(go_install kwok "$KWOK_VERSION" "" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl)")
@@ -149,6 +166,8 @@ main() {
   dirs+=("$(go_install crictl "$CRICTL_VERSION" "" sigs.k8s.io/cri-tools/cmd/crictl)")
   # The trace backend of the tracing tests (tests/support/jaeger.py).
   dirs+=("$(build_jaeger)")
+  # The real node's NetworkPolicy enforcer (tests/cluster/netpol.py).
+  dirs+=("$(build_kube_network_policies)")
   prometheus_operator_crds >/dev/null
   mkdir -p "$cache/bin/current"
   for d in "${dirs[@]}"; do

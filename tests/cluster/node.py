@@ -8,6 +8,7 @@
     tests/cluster/node.sh check-network                 # JSON list of what breaks the network rule
     tests/cluster/node.sh sysctls                       # JSON snapshot of the sysctls it watches
     tests/cluster/node.sh owner                         # the cluster whose node is up, if any
+    tests/cluster/node.sh netpol up|down|status         # NetworkPolicy enforcement (node_netpol.py)
 
 (``tests/cluster/up.sh --real-node`` starts a cluster and calls ``up``; ``down.sh`` calls
 ``down``.) Everything runs as background processes of this host whose PIDs (with their start
@@ -26,7 +27,8 @@ imported. ``up`` checks the routes and rules before it returns.
 
 Layout: node_config.py (addresses, paths, configuration files), node_host.py (processes,
 sysctls, bridge, guard rules, chains, mounts, cgroups, certificates), node_images.py (the pause
-and probe images), this file (up, down, leftovers, the CLI). Standard library only, plus
+and probe images), node_netpol.py (the NetworkPolicy enforcer a test may start), this file (up,
+down, leftovers, the CLI). Standard library only, plus
 openssl, iproute2, iptables, conntrack, containerd, runc and the CNI plugins from Debian, and
 the binaries tests/cluster/build.sh builds.
 """
@@ -45,6 +47,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import node_netpol
 from node_config import (
     BIN,
     BRIDGE,
@@ -328,6 +331,9 @@ def phase(what: str) -> Iterator[None]:
 def down() -> list[str]:
     """Undo everything `up` did (safe to run twice, or after a failed `up`); return problems."""
     problems: list[str] = []
+    # First the NetworkPolicy enforcer, if a test started it: its divert rules, then itself.
+    with phase("stopping the NetworkPolicy enforcer"):
+        node_netpol.down(problems)
     state = load_state()
     procs: dict[str, Any] = state.get("procs", {})
     t0 = time.monotonic()
@@ -457,6 +463,7 @@ def leftovers(sysctls_before: dict[str, str | None] | None = None) -> list[str]:
     """What a `down` should have undone and did not (empty = the machine is clean)."""
     found = [f"process {pid}: {cmd}" for pid, cmd in node_processes()]
     found += [f"iptables chain/rule: {c}" for c in leftover_chains()]
+    found += node_netpol.leftovers()
     if link_exists(BRIDGE):
         found.append(f"bridge {BRIDGE}")
     if f"dev {BRIDGE}" in run("ip", "route", "show", check=False).stdout:
@@ -510,6 +517,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("sysctls", help="print the watched sysctls as JSON")
     sub.add_parser("owner", help="print the cluster whose real node is up (nothing if none)")
     sub.add_parser("check-network", help="check the network rule; exit 1 if it does not hold")
+    p_np = sub.add_parser("netpol", help="NetworkPolicy enforcement (kube-network-policies)")
+    p_np.add_argument("action", choices=["up", "down", "status"])
     args = parser.parse_args(argv)
 
     if args.command == "up":
@@ -547,6 +556,15 @@ def main(argv: list[str] | None = None) -> int:
             print(state.get("cluster", "?"))
     elif args.command == "sysctls":
         print(json.dumps(sysctl_snapshot(), indent=1))
+    elif args.command == "netpol":
+        if args.action == "up":
+            print(json.dumps(node_netpol.up(), indent=1))
+        elif args.action == "down":
+            problems = node_netpol.down()
+            print(json.dumps(problems, indent=1))
+            return 1 if problems else 0
+        else:
+            print(json.dumps(node_netpol.status(), indent=1))
     elif args.command == "check-network":
         bad = check_network_rule()
         print(json.dumps(bad, indent=1))

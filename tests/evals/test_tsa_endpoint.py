@@ -118,3 +118,19 @@ async def test_native_text_that_holds_a_call_is_counted() -> None:
         run = await score(server)
     (result,) = run.results
     assert (result.predicted_label, result.text_call, result.malformed) == ("none", True, False)
+
+
+async def test_the_model_servers_api_key_is_sent() -> None:
+    """The eval Job's `tsa` container gets the model server's key (SLEUTH_EVAL_API_KEY, the
+    default of --api-key): a server started with a key (vLLM's VLLM_API_KEY) answers with it and
+    refuses without it."""
+    key = "k-" + "5" * 30
+    with ScriptedServer(responder=answers(), api_key=key) as server:
+        cfg = EndpointConfig(base_url=server.url, model="m", api_key=key, timeout_s=10)
+        run = await run_cases([CASE], [DEFAULT_SPECS["vector_search"]], cfg)
+        assert [r.passed for r in run.results] == [True]
+        assert server.state.unauthorized == 0
+        wrong = EndpointConfig(base_url=server.url, model="m", timeout_s=10)
+        run = await run_cases([CASE], [DEFAULT_SPECS["vector_search"]], wrong)
+        assert [r.passed for r in run.results] == [False]
+        assert server.state.unauthorized >= 1

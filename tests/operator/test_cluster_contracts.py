@@ -262,7 +262,8 @@ def test_reapply_and_second_reconcile_change_nothing(
 ) -> None:
     _apply_example(kube, namespace)
     _ready(kube, namespace)
-    eventually(lambda: len(_children(kube, namespace)) == 17, what="all 17 children")
+    # 5 Deployments, 5 Services, 4 ConfigMaps, 6 NetworkPolicies (model, agent, 3 tools, eval).
+    eventually(lambda: len(_children(kube, namespace)) == 20, what="all 20 children")
     # Let the rollouts settle (the Deployment controller writes status as pods become ready).
     eventually(lambda: _settled(kube, namespace), what="every rollout complete, every tool ready")
     before = eventually(

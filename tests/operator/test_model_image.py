@@ -8,7 +8,7 @@ import pytest
 
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec
 from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
-from sleuth.operator.main import settings_from_env
+from sleuth.operator.settings import settings_from_env
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.model import render_model
 
@@ -45,3 +45,20 @@ def test_settings_read_the_images_from_the_environment(monkeypatch: pytest.Monke
     settings = settings_from_env()
     assert settings.model_image == MIRROR
     assert settings.sleuth_image == "registry.internal/sleuth:0.1.0"
+
+
+def test_the_default_vllm_image_is_pinned_by_digest_past_the_fixed_release() -> None:
+    """A tag can be moved; a digest cannot. The release is past vLLM 0.11.1's security fixes, and
+    the chart's default is the same pin."""
+    import re
+
+    import yaml
+
+    from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_RELEASE
+    from tests.support.paths import ROOT
+
+    assert re.fullmatch(r"docker\.io/vllm/vllm-openai@sha256:[0-9a-f]{64}", DEFAULT_VLLM_IMAGE)
+    major, minor, patch = (int(x) for x in DEFAULT_VLLM_RELEASE.removeprefix("v").split("."))
+    assert (major, minor, patch) >= (0, 11, 1)
+    values = yaml.safe_load((ROOT / "charts" / "sleuth" / "values.yaml").read_text())
+    assert values["modelImage"] == DEFAULT_VLLM_IMAGE

@@ -25,7 +25,7 @@ from sleuth.agent.onlineeval import judge_config
 from sleuth.core.api.agent_config import parse_agent_config
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, EvalScheduleSpec
 from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
-from sleuth.operator.reconcile_eval import _target
+from sleuth.operator.reconcile_eval import eval_target
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.agent import Binding, render_agent
 from sleuth.operator.render.evalschedule import EvalTarget, render_eval_cronjob
@@ -209,7 +209,7 @@ def test_scheduled_ragas_embeds_with_the_oldest_retrieval_endpoint() -> None:
         _binding_obj("older", "2026-11-01T00:00:00Z", _binding(older, tool="clauses")),
         _binding_obj("keyed", "2026-09-01T00:00:00Z", _binding(keyed, tool="keyed")),
     ]
-    target = _target(_agent_obj(), objs)
+    target = eval_target(_agent_obj(), objs)
     assert target is not None
     argv, env = _ragas(target)
     args = _parse(argv)
@@ -238,7 +238,7 @@ def test_scheduled_ragas_embeds_with_the_oldest_retrieval_endpoint() -> None:
 def test_scheduled_ragas_without_a_retrieval_endpoint_embeds_locally(
     objs: list[dict[str, Any]],
 ) -> None:
-    target = _target(_agent_obj(), objs)
+    target = eval_target(_agent_obj(), objs)
     assert target is not None
     argv, env = _ragas(target)
     assert _parse(argv).embeddings_url == "local"  # the MiniLM the image carries

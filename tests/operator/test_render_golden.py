@@ -17,6 +17,8 @@ from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.agent import Binding, render_agent
 from sleuth.operator.render.model import render_model
+from sleuth.operator.render.netpol import eval_network_policy, model_network_policy
+from sleuth.operator.render.netpol_agent import agent_network_policy
 from sleuth.operator.render.tool import render_tool
 from tests.operator.operator_testkit import GOLDEN, example
 
@@ -47,6 +49,12 @@ def _rendered() -> dict[str, list[dict[str, Any]]]:
     }
     for b in _bindings():
         out[b.name] = render_tool(_owner("ToolBinding", b.name), b.spec, SETTINGS)
+    schedule = _owner("EvalSchedule", "contracts-weekly")
+    out["network-policies"] = [
+        model_network_policy(owner, SETTINGS),
+        agent_network_policy(owner, spec, _bindings(), SETTINGS),
+        eval_network_policy("contracts-weekly-eval", schedule, "contracts"),
+    ]
     return out
 
 
@@ -111,7 +119,7 @@ def test_tool_service_reads_the_rendered_config(tmp_path: Path) -> None:
     from sleuth.tools.service.config import load_spec
 
     for binding in _bindings():
-        configmap = _rendered()[binding.name][0]
+        configmap = _rendered()[binding.name][1]  # after its NetworkPolicy
         path = tmp_path / f"{binding.name}.yaml"
         path.write_text(configmap["data"]["config.yaml"], encoding="utf-8")
         loaded = load_spec(path)

@@ -18,7 +18,7 @@ from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.agent import Binding, agent_config, render_agent
 from sleuth.operator.render.meta import CONFIG_HASH_ANNOTATION
 from sleuth.operator.render.model import render_model
-from sleuth.operator.render.tool import render_tool
+from sleuth.operator.render.owned import agent_children, tool_children
 
 pytestmark = pytest.mark.unit
 
@@ -121,9 +121,9 @@ def bindings(draw: st.DrawFn, agent: str) -> list[Binding]:
 
 
 def _render_all(owner: Owner, spec: AgentDeploymentSpec, bound: list[Binding]) -> list[Any]:
-    objs = render_model(owner, spec.model, SETTINGS) + render_agent(owner, spec, bound, SETTINGS)
+    objs = agent_children(owner, spec, bound, SETTINGS)
     for b in bound:
-        objs += render_tool(
+        objs += tool_children(
             Owner("ToolBinding", b.name, owner.namespace, f"u-{b.name}"), b.spec, SETTINGS
         )
     return objs
@@ -157,11 +157,22 @@ def test_any_valid_spec_renders_owned_labelled_and_deterministic(
             template = obj["spec"]["template"]
             selector = obj["spec"]["selector"]["matchLabels"]
             assert selector.items() <= template["metadata"]["labels"].items()
+            # Default deny: a NetworkPolicy of the same render selects the pods, and comes first.
+            labels = template["metadata"]["labels"].items()
+            policies = [
+                i
+                for i, p in enumerate(first)
+                if p["kind"] == "NetworkPolicy"
+                and p["spec"]["podSelector"]["matchLabels"].items() <= labels
+                and "Ingress" in p["spec"]["policyTypes"]
+            ]
+            assert policies, meta["name"]
+            assert policies[0] < first.index(obj), meta["name"]
             assert template["spec"]["automountServiceAccountToken"] is False
             if meta["labels"]["app.kubernetes.io/component"] in ("agent", "tool"):
                 _assert_drains(template["spec"], _in_flight_seconds(obj, spec, bound))
     if spec.model.serves:
-        pod = first[0]["spec"]["template"]["spec"]
+        pod = first[1]["spec"]["template"]["spec"]  # after the model server's NetworkPolicy
         limits = pod["containers"][0]["resources"]["limits"]
         assert limits["nvidia.com/gpu"] == spec.model.effective_gpu.count
         args = pod["containers"][0]["args"]

@@ -40,7 +40,7 @@ def test_knobs_go_to_the_config_and_the_reranker_key_to_the_tool_pod_only(
     spec = ToolBindingSpec.model_validate(
         {"agentRef": {"name": "contracts"}, "type": "vector_search", "vectorSearch": KNOBS}
     )
-    configmap, deployment, _, _ = render_tool(OWNER, spec, RenderSettings())
+    _, configmap, deployment, _ = render_tool(OWNER, spec, RenderSettings())
     config = yaml.safe_load(configmap["data"]["config.yaml"])
     reranker = {k: v for k, v in KNOBS["reranker"].items()}  # type: ignore[union-attr]
     assert config["vectorSearch"] == {**KNOBS, "reranker": {**reranker, "api": "cohere"}}

@@ -63,7 +63,7 @@ def _agent_env(tracing: dict[str, Any], settings: RenderSettings) -> dict[str, A
 
 def _tool_env(tracing: dict[str, Any] | None, settings: RenderSettings) -> dict[str, Any]:
     spec = TracingSpec.model_validate(tracing) if tracing is not None else None
-    deployment = render_tool(TOOL_OWNER, SQL, settings, spec)[1]
+    deployment = render_tool(TOOL_OWNER, SQL, settings, spec)[2]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     return _otel(_env(container))
 

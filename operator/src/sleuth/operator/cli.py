@@ -66,6 +66,13 @@ def register(subparsers: Any) -> None:
         "spec.agent.tracing.captureContent says otherwise (default: off)",
     )
     parser.add_argument(
+        "--network-policy-metrics-from",
+        default="",
+        help="JSON list of NetworkPolicy peers admitted to the agent, model server and tool "
+        "service ports besides their callers, for Prometheus (e.g. the monitoring namespace; "
+        "default: none)",
+    )
+    parser.add_argument(
         "--resync-seconds",
         type=float,
         default=300.0,

@@ -29,37 +29,9 @@ from sleuth.operator.loop.runtime import LoopSettings
 from sleuth.operator.loop.scope import restrict_to_namespaces
 from sleuth.operator.loop.workqueue import Backoff
 from sleuth.operator.render.meta import RenderSettings
+from sleuth.operator.render.netpol import parse_peers
 from sleuth.operator.render.tracing import TracingDefaults
-
-
-def settings_from_env(
-    environ: Mapping[str, str] = os.environ, placement: str = ""
-) -> RenderSettings:
-    """Images from ``SLEUTH_IMAGE`` (sleuth) and ``SLEUTH_MODEL_IMAGE`` (vLLM), the runbook links
-    of the rendered alerts from ``SLEUTH_RUNBOOK_BASE_URL``, when set; ``placement`` as
-    :func:`workload_placement` reads it."""
-    defaults = RenderSettings()
-    return dataclasses.replace(
-        defaults,
-        sleuth_image=environ.get("SLEUTH_IMAGE") or defaults.sleuth_image,
-        model_image=environ.get("SLEUTH_MODEL_IMAGE") or defaults.model_image,
-        runbook_base_url=environ.get("SLEUTH_RUNBOOK_BASE_URL") or defaults.runbook_base_url,
-        **workload_placement(placement),
-    )
-
-
-def workload_placement(text: str) -> dict[str, Any]:
-    """``--workload-placement`` JSON (``{"nodeSelector": {...}, "tolerations": [...]}``) as
-    RenderSettings fields; empty text: none."""
-    if not text:
-        return {}
-    placement = json.loads(text)
-    return {
-        "workload_node_selector": {
-            str(k): str(v) for k, v in placement.get("nodeSelector", {}).items()
-        },
-        "workload_tolerations": list(placement.get("tolerations", [])),
-    }
+from sleuth.operator.settings import settings_from_env
 
 
 def operator_settings(
@@ -83,6 +55,10 @@ def operator_settings(
         )
     except ValueError as err:
         raise SystemExit(f"sleuth operator: --tracing-*: {err}") from None
+    try:
+        peers = parse_peers(args.network_policy_metrics_from or "")
+    except ValueError as err:
+        raise SystemExit(f"sleuth operator: --network-policy-metrics-from: {err}") from None
     loop = LoopSettings(
         kubeconfig=args.kubeconfig or None,
         namespaces=tuple(args.namespace or ()),
@@ -91,7 +67,8 @@ def operator_settings(
         shutdown_seconds=args.shutdown_seconds,
         backoff=Backoff(base=args.backoff_base_seconds, cap=args.backoff_max_seconds),
     )
-    return OperatorSettings(loop=loop, render=dataclasses.replace(render, tracing=tracing))
+    return OperatorSettings(loop=loop, render=dataclasses.replace(render, tracing=tracing, metrics_peers=peers)
+    )
 
 
 def run(args: argparse.Namespace) -> int:

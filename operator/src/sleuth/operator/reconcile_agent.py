@@ -26,6 +26,7 @@ from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
     CONFIG_MAP,
     DEPLOYMENT,
+    NETWORK_POLICY,
     POD_DISRUPTION_BUDGET,
     SERVICE,
     TOOL_BINDING,
@@ -45,14 +46,10 @@ from sleuth.operator.reconcile_common import (
     secret_conditions,
     write_status,
 )
-from sleuth.operator.render.agent import (
-    agent_card_url,
-    agent_endpoint,
-    agent_name,
-    render_agent,
-)
+from sleuth.operator.render.agent import agent_card_url, agent_endpoint, agent_name
 from sleuth.operator.render.meta import Owner
-from sleuth.operator.render.model import model_endpoint, model_name, render_model
+from sleuth.operator.render.model import model_endpoint, model_name
+from sleuth.operator.render.owned import agent_children
 from sleuth.operator.render.tool import tool_endpoint, tool_service_name
 from sleuth.operator.status import Cond, invalid_conditions, progressing_condition
 
@@ -83,9 +80,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
 
     owner = owner_of(obj)
     bound = bindings_for(kube.list_naming(TOOL_BINDING, namespace, name), name)
-    manifests = render_model(owner, spec.model, ctx.settings) + render_agent(
-        owner, spec, bound.accepted, ctx.settings
-    )
+    manifests = agent_children(owner, spec, bound.accepted, ctx.settings)
     held = hold_left(obj["metadata"].get("creationTimestamp"), ctx.now())
     if held and kube.observed(DEPLOYMENT, namespace, agent_name(owner)) is not None:
         held = 0.0  # created already: the hold is for its first rollout only
@@ -96,7 +91,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
     prune(
         kube,
         owner,
-        [DEPLOYMENT, SERVICE, CONFIG_MAP, POD_DISRUPTION_BUDGET],
+        [DEPLOYMENT, SERVICE, CONFIG_MAP, POD_DISRUPTION_BUDGET, NETWORK_POLICY],
         f"app.kubernetes.io/instance={name},app.kubernetes.io/component in (model,agent)",
         keep,
     )

@@ -1,5 +1,6 @@
 """Reconcile one EvalSchedule: its CronJob, the ServiceAccount, Role and RoleBinding its pods
-report their results with, and its PrometheusRule where that kind is served.
+report their results with, the NetworkPolicy of its run pods, and its PrometheusRule where that
+kind is served.
 
 The CronJob targets the agent's Service and, unless ``spec.judge`` says otherwise, the agent's
 model server (both read from the AgentDeployment's status), and answer relevancy's embeddings
@@ -22,6 +23,7 @@ from sleuth.core.kube import (
     CONFIG_MAP,
     CRON_JOB,
     EVAL_SCHEDULE,
+    NETWORK_POLICY,
     PROMETHEUS_RULE,
     ROLE,
     ROLE_BINDING,
@@ -43,19 +45,14 @@ from sleuth.operator.reconcile_common import (
 )
 from sleuth.operator.render.agent import retrieval_embedding
 from sleuth.operator.render.cron import SPAN_YEARS, longest_gap_seconds
-from sleuth.operator.render.evalaccess import render_eval_access
-from sleuth.operator.render.evalrules import render_eval_rules, rule_name
-from sleuth.operator.render.evalschedule import (
-    EvalEmbeddings,
-    EvalTarget,
-    cronjob_name,
-    render_eval_cronjob,
-)
+from sleuth.operator.render.evalrules import rule_name
+from sleuth.operator.render.evalschedule import EvalEmbeddings, EvalTarget, cronjob_name
+from sleuth.operator.render.owned import eval_access_children, eval_run_children
 from sleuth.operator.status import Cond, invalid_conditions
 
 STATUS_KEYS: tuple[str, ...] = ()
 # Pruned in this order: the CronJob first, so no new run starts without its account.
-CHILDREN = [CRON_JOB, ROLE_BINDING, ROLE, SERVICE_ACCOUNT]
+CHILDREN = [CRON_JOB, NETWORK_POLICY, ROLE_BINDING, ROLE, SERVICE_ACCOUNT]
 
 
 def _selector(name: str) -> str:
@@ -77,7 +74,7 @@ def _without_children(
     return write_status(ctx, EVAL_SCHEDULE, obj, conditions, {}, STATUS_KEYS)
 
 
-def _target(agent: dict[str, Any], bindings: list[dict[str, Any]]) -> EvalTarget | None:
+def eval_target(agent: dict[str, Any], bindings: list[dict[str, Any]]) -> EvalTarget | None:
     """The agent's model endpoint and name from its status (None until it reports them), and
     its retrieval embeddings endpoint from its ToolBindings (``bindings``: those naming it)."""
     status = agent.get("status") or {}
@@ -115,7 +112,7 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     if agent is None or agent["metadata"].get("deletionTimestamp"):
         message = f"spec.agentRef.name: AgentDeployment {agent_name} not found in {namespace}"
         return _without_children(ctx, obj, "AgentNotFound", message)
-    target = _target(agent, kube.list_naming(TOOL_BINDING, namespace, agent_name))
+    target = eval_target(agent, kube.list_naming(TOOL_BINDING, namespace, agent_name))
     if target is None:
         message = f"AgentDeployment {agent_name} has not reported its model endpoint yet"
         return _without_children(ctx, obj, "ModelEndpointUnknown", message)
@@ -123,12 +120,10 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     owner = owner_of(obj)
     # The pods' account first, then the CronJob whose pods use it; a 403 on the account is
     # reported as EvalAccessForbidden (an older chart's RBAC), and the CronJob still applied.
-    access = apply_children(kube, render_eval_access(owner, agent_name))
+    access = apply_children(kube, eval_access_children(owner, agent_name))
     forbidden = [r for r in access if r.status == FORBIDDEN]
     rules_served = kube.serves(PROMETHEUS_RULE)
-    children = [render_eval_cronjob(owner, spec, target, ctx.settings)]
-    if rules_served:
-        children.append(render_eval_rules(owner, spec, ctx.settings))
+    children = eval_run_children(owner, spec, target, ctx.settings, rules=rules_served)
     refused = [r for r in access if r.status != FORBIDDEN] + apply_children(kube, children)
 
     missing = dataset_missing(kube, namespace, spec)
@@ -212,4 +207,4 @@ def dataset_missing(kube: Kube, namespace: str, spec: EvalScheduleSpec) -> str |
     return None
 
 
-__all__ = ["reconcile_eval"]
+__all__ = ["eval_target", "reconcile_eval"]

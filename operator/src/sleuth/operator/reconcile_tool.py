@@ -28,8 +28,14 @@ from sleuth.operator.reconcile_common import (
     secret_conditions,
     write_status,
 )
-from sleuth.operator.render.tool import SECRET_ENV, render_tool, secret_refs, tool_endpoint
-from sleuth.operator.status import Cond, invalid_conditions, progressing_condition
+from sleuth.operator.render.owned import tool_children
+from sleuth.operator.render.tool import SECRET_ENV, secret_refs, tool_endpoint
+from sleuth.operator.status import (
+    PROGRESS_DEADLINE_EXCEEDED,
+    Cond,
+    invalid_conditions,
+    progressing_condition,
+)
 
 STATUS_KEYS = ("toolName", "endpoint")
 CHILDREN = [DEPLOYMENT, SERVICE, CONFIG_MAP, NETWORK_POLICY]
@@ -84,7 +90,7 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         return _without_children(ctx, obj, "ToolNameConflict", clashes[name], extra)
 
     owner = owner_of(obj)
-    refused = apply_children(kube, render_tool(owner, spec, ctx.settings, agent_tracing(agent)))
+    refused = apply_children(kube, tool_children(owner, spec, ctx.settings, agent_tracing(agent)))
     extra["endpoint"] = tool_endpoint(name, namespace, ctx.settings)
 
     refs = [(f"spec.{SECRET_ENV[env]}", ref) for env, ref in secret_refs(spec).items()]

@@ -9,12 +9,18 @@ received, in order; ``?kind=rerank`` for the rerank requests, ``?kind=traceparen
 ``traceparent`` header of each chat request, null when it had none), ``DELETE /_scripted/requests``
 (forget them) and ``PUT /_scripted/scenario`` (replace the scenario). Chat requests with a
 JSON Schema go through :mod:`sleuth.scripted.structured`.
+
+With an API key (``ScriptState(api_key=...)``; ``sleuth scripted-model --api-key`` or
+``VLLM_API_KEY``), every ``/v1/*`` and ``/v2/*`` request must carry it as
+``Authorization: Bearer <key>``, as vLLM's ``--api-key`` asks; others get 401. ``/health`` and
+the control routes stay open, as vLLM's health route does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import json
 import math
 import random
@@ -28,6 +34,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sleuth.scripted.scenario import (
     Scenario,
@@ -43,9 +50,13 @@ Responder = Callable[[dict[str, Any]], ScriptedResponse | None]
 class ScriptState:
     """The scenario in force, the sequential cursor, and the log of received requests."""
 
-    def __init__(self, scenario: Scenario, responder: Responder | None = None) -> None:
+    def __init__(
+        self, scenario: Scenario, responder: Responder | None = None, api_key: str | None = None
+    ) -> None:
         self.scenario = scenario
         self.responder = responder
+        self.api_key = api_key or None  # the bearer token the API routes require, if any
+        self.unauthorized = 0  # API requests refused for a missing or wrong key
         self.requests: list[dict[str, Any]] = []
         self.rerank_requests: list[dict[str, Any]] = []
         self.traceparents: list[str | None] = []  # each chat request's W3C traceparent header
@@ -231,6 +242,29 @@ def _hash_vector(text: str, dimensions: int) -> list[float]:
     return [v / norm for v in vector]
 
 
+class _RequireKey:
+    """Refuse API requests without ``Authorization: Bearer <state.api_key>`` (401)."""
+
+    def __init__(self, app: ASGIApp, state: ScriptState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = self.state.api_key
+        path = str(scope.get("path", ""))
+        if key is None or scope["type"] != "http" or not path.startswith(("/v1/", "/v2/")):
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        given = headers.get(b"authorization", b"").decode("latin-1")
+        if hmac.compare_digest(given.encode(), f"Bearer {key}".encode()):
+            await self.app(scope, receive, send)
+            return
+        with self.state.lock():
+            self.state.unauthorized += 1
+        await _error(401, "Unauthorized: a valid API key is required")(scope, receive, send)
+
+
 def create_app(state: ScriptState) -> Starlette:
     """The ASGI application serving ``state``'s scenario."""
 
@@ -375,7 +409,7 @@ def create_app(state: ScriptState) -> Starlette:
             return _error(400, f"scenario: {exc}")
         return Response(status_code=204)
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
@@ -388,3 +422,5 @@ def create_app(state: ScriptState) -> Starlette:
             Route("/_scripted/scenario", put_scenario, methods=["PUT"]),
         ]
     )
+    app.add_middleware(_RequireKey, state=state)
+    return app

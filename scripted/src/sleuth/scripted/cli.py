@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE:FUNCTION",
         help="a Python file and a function in it, called with each chat request body before "
         "the scenario's rules; it returns a ScriptedResponse, or None to let the rules answer",
+    )
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get("VLLM_API_KEY"),
+        help="require this bearer token on the API routes, as vLLM's --api-key does "
+        "(default: $VLLM_API_KEY; none: open)",
     )
     parser.add_argument(
         "--seed-latency",
@@ -53,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario) if args.scenario else Scenario()
     if args.seed_latency:
         scenario = scenario.model_copy(update={"latency": seed_latency_profile()})
-    app = create_app(ScriptState(scenario, load_responder(args.responder)))
+    app = create_app(ScriptState(scenario, load_responder(args.responder), args.api_key))
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0
 

@@ -60,12 +60,16 @@ class ScriptedServer(_Runner):
 
     ``responder`` (optional) is called with each chat request body before the scenario's rules;
     returning a :class:`ScriptedResponse` answers the request, ``None`` falls through.
+    ``api_key`` (optional): the bearer token the API routes require, as vLLM's ``--api-key``.
     """
 
     def __init__(
-        self, scenario: Scenario | None = None, responder: Responder | None = None
+        self,
+        scenario: Scenario | None = None,
+        responder: Responder | None = None,
+        api_key: str | None = None,
     ) -> None:
-        self.state = ScriptState(scenario or Scenario(), responder)
+        self.state = ScriptState(scenario or Scenario(), responder, api_key)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.base_url = ""

@@ -22,8 +22,13 @@ import (
 	"time"
 )
 
+// fetch opens a new connection for every request (no keep-alive pool): a NetworkPolicy applies
+// to new connections, so a pooled one would outlive the policy that refuses it.
 func fetch(url string) (string, error) {
-	client := &http.Client{Timeout: 10 * time.Second}
+	client := &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{DisableKeepAlives: true},
+	}
 	resp, err := client.Get(url)
 	if err != nil {
 		return "", err

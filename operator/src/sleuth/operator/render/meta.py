@@ -63,6 +63,9 @@ class RenderSettings:
     # OpenTelemetry export of agents and tool services unless spec.agent.tracing says otherwise:
     # the chart's tracing values (render/tracing.py). Off by default.
     tracing: TracingDefaults = field(default_factory=TracingDefaults)
+    # NetworkPolicy peers admitted to the agent, model server and tool service ports besides
+    # their callers (the chart's networkPolicy.metricsFrom: Prometheus); render/netpol.py.
+    metrics_peers: list[dict[str, Any]] = field(default_factory=list)
 
 
 def place_workload(pod_spec: Manifest, settings: RenderSettings) -> Manifest:

@@ -1,4 +1,16 @@
-"""The vLLM model server of an AgentDeployment that serves its own model: Deployment + Service."""
+"""The vLLM model server of an AgentDeployment that serves its own model: Deployment + Service.
+
+Locked down (the ``restricted`` Pod Security Standard): it runs as uid 65532 with a read-only
+root filesystem, no capabilities, no privilege escalation and the runtime's default seccomp
+profile. vLLM writes only below :data:`HOME` (its caches, the Hugging Face cache, torch's and
+triton's kernel caches: ``HOME``, ``XDG_*``, ``HF_HOME`` and ``VLLM_CACHE_ROOT`` point there), to
+``/tmp`` and to ``/dev/shm``: each is an emptyDir (the weight cache, ``spec.model.cache``, is
+mounted at :data:`CACHE_PATH` inside it). ``USER`` is set because the uid has no passwd entry in
+the image (``getpass.getuser()`` would raise), and usage statistics are not sent.
+
+With ``spec.model.apiKeySecretRef`` the key is ``VLLM_API_KEY``: vLLM then refuses every API
+request without it as a bearer token; the agent and the eval Jobs send the same Secret key.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +20,7 @@ from sleuth.operator.render.meta import (
     Owner,
     RenderSettings,
     hardened_container,
+    hardened_pod,
     http_probe,
     metadata,
     resources,
@@ -18,7 +31,9 @@ from sleuth.operator.render.meta import (
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
-CACHE_PATH = "/root/.cache/huggingface"
+HOME = "/home/vllm"  # an emptyDir: every path vLLM writes besides /tmp and /dev/shm
+CACHE_PATH = f"{HOME}/.cache/huggingface"
+API_KEY_ENV = "VLLM_API_KEY"  # read by vLLM's server as its --api-key
 # A 70B checkpoint can take many minutes to download and load: up to 30 minutes before liveness.
 STARTUP_PERIOD_SECONDS = 10
 STARTUP_FAILURES = 180
@@ -71,8 +86,14 @@ def render_model(owner: Owner, spec: ModelSpec, settings: RenderSettings) -> lis
     gpu = spec.effective_gpu
     volumes: list[Manifest] = [
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+        {"name": "home", "emptyDir": {}},
+        {"name": "tmp", "emptyDir": {}},
     ]
-    mounts: list[Manifest] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    mounts: list[Manifest] = [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "home", "mountPath": HOME},
+        {"name": "tmp", "mountPath": "/tmp"},
+    ]
     if spec.cache is not None:
         if spec.cache.claim_name is not None:
             volumes.append(
@@ -81,7 +102,18 @@ def render_model(owner: Owner, spec: ModelSpec, settings: RenderSettings) -> lis
         else:
             volumes.append({"name": "cache", "emptyDir": {"sizeLimit": spec.cache.size}})
         mounts.append({"name": "cache", "mountPath": CACHE_PATH})
-    env: list[Manifest] = [{"name": "HF_HOME", "value": CACHE_PATH}]
+    env: list[Manifest] = [
+        {"name": "HOME", "value": HOME},
+        {"name": "USER", "value": "vllm"},
+        {"name": "XDG_CACHE_HOME", "value": f"{HOME}/.cache"},
+        {"name": "XDG_CONFIG_HOME", "value": f"{HOME}/.config"},
+        {"name": "HF_HOME", "value": CACHE_PATH},
+        {"name": "VLLM_CACHE_ROOT", "value": f"{HOME}/.cache/vllm"},
+        {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+    ]
+    if spec.api_key_secret_ref is not None:
+        ref = spec.api_key_secret_ref
+        env.append(secret_env(API_KEY_ENV, ref.name, ref.key))
     if spec.token_secret_ref is not None:
         ref = spec.token_secret_ref
         env.append(secret_env("HF_TOKEN", ref.name, ref.key))
@@ -96,8 +128,7 @@ def render_model(owner: Owner, spec: ModelSpec, settings: RenderSettings) -> lis
         "startupProbe": http_probe("/health", "http", STARTUP_PERIOD_SECONDS, STARTUP_FAILURES),
         "readinessProbe": http_probe("/health", "http", 5, 3),
         "livenessProbe": http_probe("/health", "http", 10, 3, timeout=5),
-        # vLLM images run as root and write to their cache; drop what they do not need.
-        "securityContext": hardened_container(read_only_root=False),
+        "securityContext": hardened_container(),
     }
     selector = selector_labels("model", owner.name)
     deployment: Manifest = {
@@ -120,7 +151,7 @@ def render_model(owner: Owner, spec: ModelSpec, settings: RenderSettings) -> lis
                     "tolerations": [
                         {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
                     ],
-                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    "securityContext": hardened_pod(),
                     "terminationGracePeriodSeconds": 60,
                     "containers": [container],
                     "volumes": volumes,
@@ -148,4 +179,12 @@ def render_model(owner: Owner, spec: ModelSpec, settings: RenderSettings) -> lis
     return [deployment, service]
 
 
-__all__ = ["model_endpoint", "model_name", "render_model", "vllm_args"]
+__all__ = [
+    "API_KEY_ENV",
+    "CACHE_PATH",
+    "HOME",
+    "model_endpoint",
+    "model_name",
+    "render_model",
+    "vllm_args",
+]

@@ -1,4 +1,7 @@
-"""A ToolBinding's tool service: Deployment + Service + ConfigMap + NetworkPolicy.
+"""A ToolBinding's tool service: NetworkPolicy + ConfigMap + Deployment + Service.
+
+The NetworkPolicy (:func:`~sleuth.operator.render.netpol.tool_network_policy`) admits calls from
+the binding's agent only, and lets the service reach DNS, its backend and the tracing endpoint.
 
 The service runs ``sleuth tool-service --config /etc/sleuth/tool/config.yaml --port 8080``. The
 config file is the ToolBinding's spec (parse it with
@@ -31,6 +34,7 @@ from sleuth.operator.render.meta import (
     service_url,
     sleuth_probes,
 )
+from sleuth.operator.render.netpol import tool_network_policy
 from sleuth.operator.render.tracing import effective_tracing, tool_trace_service, tracing_env
 
 CONFIG_DIR = "/etc/sleuth/tool"
@@ -165,22 +169,8 @@ def render_tool(
         )
         # One process at a time may open the store: never two pods during a rollout.
         deployment["spec"]["strategy"] = {"type": "Recreate"}
-    policy: Manifest = {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": metadata(name, owner, "tool", agent),
-        "spec": {
-            "podSelector": {"matchLabels": selector},
-            "policyTypes": ["Ingress"],
-            "ingress": [
-                {
-                    "from": [{"podSelector": {"matchLabels": selector_labels("agent", agent)}}],
-                    "ports": [{"port": "http", "protocol": "TCP"}],
-                }
-            ],
-        },
-    }
-    return [configmap, deployment, service, policy]
+    policy = tool_network_policy(name, owner, spec, settings, effective)
+    return [policy, configmap, deployment, service]
 
 
 __all__ = [

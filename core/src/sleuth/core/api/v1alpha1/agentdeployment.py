@@ -56,7 +56,15 @@ from sleuth.core.names import (
     SOURCE_ONLINE,
 )
 
-DEFAULT_VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.11.0"
+# The default vLLM image: release v0.25.1 (past the security fixes of 0.11.1 and later), pinned
+# by digest — the image digest Docker Hub shows for that tag
+# (hub.docker.com/layers/vllm/vllm-openai/v0.25.1/images/sha256-f0b9a0dc...). The runtime pulls
+# the digest; docs/install.md says where it comes from and how to check it.
+DEFAULT_VLLM_RELEASE = "v0.25.1"
+DEFAULT_VLLM_IMAGE = (
+    "docker.io/vllm/vllm-openai"
+    "@sha256:f0b9a0dc75a9fca3b6811e3279367b2d6a448055a000bfd13859587d74cef268"
+)
 DEFAULT_GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
 DEFAULT_MAX_MODEL_LEN = 16384
 
@@ -113,8 +121,8 @@ class ModelCache(SpecModel):
         default=None,
         min_length=1,
         max_length=253,
-        description="Name of an existing PersistentVolumeClaim mounted at /root/.cache/huggingface "
-        "(ReadWriteMany or ReadOnlyMany when replicas > 1).",
+        description="Name of an existing PersistentVolumeClaim mounted at "
+        "/home/vllm/.cache/huggingface (ReadWriteMany or ReadOnlyMany when replicas > 1).",
     )
     size: str | None = Field(
         default=None,
@@ -188,7 +196,9 @@ class ModelSpec(SpecModel):
     )
     api_key_secret_ref: SecretKeyRef | None = Field(
         default=None,
-        description="Secret key holding the API key of the endpoint, if it needs one.",
+        description="Secret key holding the model server's API key. With endpoint: the key "
+        "that server needs, if any. With name: vLLM requires it (VLLM_API_KEY) as a bearer "
+        "token from every client; the agent and the eval Jobs send it.",
     )
     tool_calling: ToolCalling | None = Field(
         default=None, description=TOOL_CALLING_DESCRIPTION + " Default native."
@@ -470,6 +480,7 @@ __all__ = [
     "DEFAULT_GPU_PRODUCT",
     "DEFAULT_MAX_MODEL_LEN",
     "DEFAULT_VLLM_IMAGE",
+    "DEFAULT_VLLM_RELEASE",
     "FAMILY_PARSERS",
     "SINGLE_CALL_PARSERS",
     "A2ASpec",

@@ -1,0 +1,43 @@
+"""The chart's render settings from the environment the chart sets and ``--workload-placement``:
+shared by ``sleuth operator`` (:mod:`sleuth.operator.main`) and ``sleuth render``
+(:mod:`sleuth.operator.rendercli`), so both render with the same settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from sleuth.operator.render.meta import RenderSettings
+
+
+def settings_from_env(
+    environ: Mapping[str, str] = os.environ, placement: str = ""
+) -> RenderSettings:
+    """Images from ``SLEUTH_IMAGE`` (sleuth) and ``SLEUTH_MODEL_IMAGE`` (vLLM), the runbook links
+    of the rendered alerts from ``SLEUTH_RUNBOOK_BASE_URL``, when set; ``placement`` as
+    :func:`workload_placement` reads it."""
+    defaults = RenderSettings()
+    return dataclasses.replace(
+        defaults,
+        sleuth_image=environ.get("SLEUTH_IMAGE") or defaults.sleuth_image,
+        model_image=environ.get("SLEUTH_MODEL_IMAGE") or defaults.model_image,
+        runbook_base_url=environ.get("SLEUTH_RUNBOOK_BASE_URL") or defaults.runbook_base_url,
+        **workload_placement(placement),
+    )
+
+
+def workload_placement(text: str) -> dict[str, Any]:
+    """``--workload-placement`` JSON (``{"nodeSelector": {...}, "tolerations": [...]}``) as
+    RenderSettings fields; empty text: none."""
+    if not text:
+        return {}
+    placement = json.loads(text)
+    return {
+        "workload_node_selector": {
+            str(k): str(v) for k, v in placement.get("nodeSelector", {}).items()
+        },
+        "workload_tolerations": list(placement.get("tolerations", [])),
+    }
