@@ -207,6 +207,13 @@ def register(subparsers: Any) -> None:
         help="ask this agent (POST /v1/query) every --golden question and score its answers",
     )
     rg.add_argument("--record", type=Path, help="with --agent-url: save the agent's results")
+    rg.add_argument(
+        "--agent-token-file",
+        type=Path,
+        help="with --agent-url: a file holding the bearer token sent to the agent (in a "
+        "cluster: a projected ServiceAccount token whose audience is the agent), read for each "
+        "question; without it, $SLEUTH_AGENT_API_KEY when set",
+    )
     rg.add_argument("--judge-url", required=True, help="judge base URL (OpenAI-compatible)")
     rg.add_argument("--judge-model", required=True)
     rg.add_argument(

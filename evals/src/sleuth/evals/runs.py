@@ -330,6 +330,7 @@ def _ragas(args: argparse.Namespace, trace: EvalTrace) -> int:
             raise EvalError("--agent-url needs --golden (the questions) and no --samples")
         from sleuth.evals.golden.cases import load_golden
         from sleuth.evals.golden.manifest import verify
+        from sleuth.evals.rag.agentauth import AgentCredential
         from sleuth.evals.rag.collect import collect, write_records
 
         cases = load_golden(args.golden, args.split)
@@ -351,6 +352,7 @@ def _ragas(args: argparse.Namespace, trace: EvalTrace) -> int:
                 timeout_s=args.timeout,
                 progress=not args.no_progress,
                 trace=trace,
+                credential=AgentCredential.from_args(args.agent_token_file),
             )
         )
         if args.record:

@@ -96,10 +96,17 @@ def _run(args: argparse.Namespace) -> int:
     from kopf._core.engines.peering import Identity  # a NewType of str, not re-exported
 
     import sleuth.operator.handlers  # noqa: F401  (registers the handlers)
+    from sleuth.operator.issuer import discover_issuer
     from sleuth.operator.leader import default_identity, lead
     from sleuth.operator.runtime import Runtime
 
     runtime = Runtime.build(loop_settings(args))
+    render = runtime.ctx.settings
+    issuer = args.service_account_issuer or discover_issuer(
+        runtime.ctx.kube, render.service_account_issuer
+    )
+    runtime.ctx.settings = dataclasses.replace(render, service_account_issuer=issuer)
+    logging.getLogger("sleuth.operator").info("agents accept ServiceAccount tokens of %s", issuer)
     if args.metrics_port:
         from sleuth.operator.metrics import serve
 
@@ -227,5 +234,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--verbose", action="store_true", help="log every reconcile and every watch event"
+    )
+    parser.add_argument(
+        "--service-account-issuer",
+        default=os.environ.get("SLEUTH_SERVICE_ACCOUNT_ISSUER"),
+        help="the cluster's ServiceAccount token issuer, whose tokens agents accept (default: "
+        "read from the API server's /.well-known/openid-configuration at start)",
     )
     parser.set_defaults(func=_run)

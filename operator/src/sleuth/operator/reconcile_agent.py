@@ -26,10 +26,12 @@ from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
     CONFIG_MAP,
     DEPLOYMENT,
+    EVAL_SCHEDULE,
     POD_DISRUPTION_BUDGET,
     SERVICE,
     TOOL_BINDING,
 )
+from sleuth.operator.accesscheck import check_key_secrets
 from sleuth.operator.bindings import bindings_for
 from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
 from sleuth.operator.errors import FirstRolloutHeld, InvalidSpec
@@ -44,6 +46,7 @@ from sleuth.operator.reconcile_common import (
     secret_conditions,
     write_status,
 )
+from sleuth.operator.render.access import agent_audience
 from sleuth.operator.render.agent import (
     agent_card_url,
     agent_endpoint,
@@ -62,7 +65,15 @@ from sleuth.operator.status import (
     rollout,
 )
 
-STATUS_KEYS = ("model", "modelEndpoint", "agentEndpoint", "agentCardUrl", "tools", "toolNames")
+STATUS_KEYS = (
+    "model",
+    "modelEndpoint",
+    "agentEndpoint",
+    "agentCardUrl",
+    "agentAudience",
+    "tools",
+    "toolNames",
+)
 
 
 def _secret_refs(spec: AgentDeploymentSpec) -> list[tuple[str, SecretKeyRef]]:
@@ -89,8 +100,9 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
 
     owner = owner_of(obj)
     bound = bindings_for(kube.list_naming(TOOL_BINDING, namespace, name), name)
+    schedules = [s["metadata"]["name"] for s in kube.list_naming(EVAL_SCHEDULE, namespace, name)]
     manifests = render_model(owner, spec.model, ctx.settings) + render_agent(
-        owner, spec, bound.accepted, ctx.settings
+        owner, spec, bound.accepted, ctx.settings, schedules
     )
     held = hold_left(obj["metadata"].get("creationTimestamp"), ctx.now())
     if held and kube.observed(DEPLOYMENT, namespace, agent_name(owner)) is not None:
@@ -107,7 +119,9 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         keep,
     )
 
-    secrets = check_secrets(kube, namespace, _secret_refs(spec))
+    secrets = check_key_secrets(
+        kube, namespace, spec.agent.access, check_secrets(kube, namespace, _secret_refs(spec))
+    )
     model = observe_rollout(kube, namespace, model_name(owner), "model", name)
     agent = observe_rollout(kube, namespace, agent_name(owner), "agent", name)
     rollouts = [model, agent] if spec.model.serves else [agent]
@@ -135,6 +149,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         "modelEndpoint": model_endpoint(owner, spec.model, ctx.settings),
         "agentEndpoint": agent_endpoint(owner, ctx.settings),
         "agentCardUrl": agent_card_url(owner, spec, ctx.settings),
+        "agentAudience": agent_audience(owner),
         "tools": tools or None,
         "toolNames": ",".join(t["name"] for t in tools) or None,
     }

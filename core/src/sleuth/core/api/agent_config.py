@@ -51,6 +51,7 @@ import yaml
 from pydantic import AliasChoices, AnyHttpUrl, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from sleuth.core.api.access_config import AccessConfig
 from sleuth.core.api.fields import (
     GUIDED_FORMAT_DESCRIPTION,
     MAX_ITERATIONS,
@@ -321,6 +322,14 @@ class A2AConfig(_Model):
         description="What the agent is for, as the card says it (default: a sentence naming "
         "its tools).",
     )
+    task_ttl_seconds: int = Field(
+        default=3600, ge=60, le=86400, description="A task is forgotten this long after its "
+        "last update.",
+    )
+    max_stored_tasks: int = Field(
+        default=1000, ge=1, le=100000, description="Tasks kept per replica; beyond it the least "
+        "recently updated is forgotten.",
+    )
 
 
 class AgentConfig(_Model):
@@ -376,6 +385,11 @@ class AgentConfig(_Model):
         default_factory=A2AConfig,
         alias="a2a",  # not the alias generator's "a2A"
         description="The agent card and the A2A task endpoints.",
+    )
+    access: AccessConfig | None = Field(
+        default=None,
+        description="Who may call the agent and what each caller may see (default deny; "
+        "sleuth.core.api.access_config). Absent: `sleuth agent` listens on loopback only.",
     )
 
     @model_validator(mode="after")

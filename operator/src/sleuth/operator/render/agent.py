@@ -34,6 +34,7 @@ from sleuth.core.api.v1alpha1.agentdeployment import (
     OnlineEvalSpec,
 )
 from sleuth.core.api.v1alpha1.toolbinding import EmbeddingSpec, ToolBindingSpec
+from sleuth.operator.render.access import access_config, access_volumes
 from sleuth.operator.render.meta import (
     Manifest,
     Owner,
@@ -156,8 +157,10 @@ def agent_config(
     spec: AgentDeploymentSpec,
     bindings: list[Binding],
     settings: RenderSettings,
+    eval_schedules: list[str] | None = None,
 ) -> AgentConfig:
-    """The agent's configuration file: model endpoint, tools in name order, limits, prompt."""
+    """The agent's configuration file: model endpoint, tools in name order, limits, prompt,
+    access (``eval_schedules``: the agent's EvalSchedules, whose Jobs it admits)."""
     agent = spec.agent
     parallel = agent.parallel_tool_calls
     if parallel is None:
@@ -198,6 +201,7 @@ def agent_config(
             public_url=AnyHttpUrl(agent_base_url(owner, settings)),
             description=agent.a2a.description,
         ),
+        access=access_config(owner, agent.access, eval_schedules or [], settings),
     )
 
 
@@ -206,10 +210,11 @@ def render_agent(
     spec: AgentDeploymentSpec,
     bindings: list[Binding],
     settings: RenderSettings,
+    eval_schedules: list[str] | None = None,
 ) -> list[Manifest]:
     """ConfigMap + Deployment + Service of the agent service."""
     name = agent_name(owner)
-    config = agent_config(owner, spec, bindings, settings).to_file_dict()
+    config = agent_config(owner, spec, bindings, settings, eval_schedules).to_file_dict()
     data = {CONFIG_FILE: yaml.safe_dump(config, sort_keys=True, allow_unicode=True)}
     selector = selector_labels("agent", owner.name)
     env: list[Manifest] = [
@@ -225,6 +230,7 @@ def render_agent(
         env.append(secret_env(JUDGE_API_KEY_ENV, ref.name, ref.key))
     tracing = effective_tracing(spec.agent.tracing, settings.tracing)
     env += tracing_env(tracing, agent_trace_service(owner.name), owner.namespace, messages=True)
+    access_vols, access_mounts = access_volumes(spec.agent.access)
     container: Manifest = {
         "name": "agent",
         "image": spec.agent.image or settings.sleuth_image,
@@ -241,6 +247,7 @@ def render_agent(
         "volumeMounts": [
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
             {"name": "tmp", "mountPath": "/tmp"},
+            *access_mounts,
         ],
         **sleuth_probes(),
         "securityContext": hardened_container(),
@@ -263,6 +270,7 @@ def render_agent(
         settings=settings,
         in_flight_seconds=spec.agent.request_timeout_seconds,
     )
+    deployment["spec"]["template"]["spec"]["volumes"].extend(access_vols)
     children = [configmap, deployment, service]
     if spec.agent.replicas > 1:
         # Voluntary disruptions (a node drain) take at most one agent pod at a time.

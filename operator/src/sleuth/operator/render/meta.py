@@ -63,6 +63,10 @@ class RenderSettings:
     # OpenTelemetry export of agents and tool services unless spec.agent.tracing says otherwise:
     # the chart's tracing values (render/tracing.py). Off by default.
     tracing: TracingDefaults = field(default_factory=TracingDefaults)
+    # The cluster's ServiceAccount token issuer (kube-apiserver --service-account-issuer): the
+    # agents accept its tokens (render/access.py). The operator reads it from the API server's
+    # /.well-known/openid-configuration at start unless told.
+    service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
 
 
 def place_workload(pod_spec: Manifest, settings: RenderSettings) -> Manifest:
