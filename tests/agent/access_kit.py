@@ -47,7 +47,7 @@ class LocalIssuer:
         issuer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 issuer.fetches += 1
                 if not issuer.available:
                     self.send_response(503)

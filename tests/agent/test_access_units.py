@@ -32,10 +32,14 @@ def test_a_key_matches_its_caller_and_nothing_else(tmp_path: Path) -> None:
         {"a": key_directory(tmp_path, "a", a), "b": key_directory(tmp_path, "b", b, "tiny")}
     )
     ring.reload()
-    assert ring.match(a) is not None and ring.match(a).caller == "a"  # type: ignore[union-attr]
+    assert ring.match(a) is not None
+    assert ring.match(a).caller == "a"
     assert ring.match(b).caller == "b"  # type: ignore[union-attr]
-    assert ring.match("tiny") is None and ring.match(a + "x") is None and ring.match("") is None
-    assert ring.count("b") == 1 and "shorter than 16" in ring.skipped["b"]
+    assert ring.match("tiny") is None
+    assert ring.match(a + "x") is None
+    assert ring.match("") is None
+    assert ring.count("b") == 1
+    assert "shorter than 16" in ring.skipped["b"]
 
 
 def test_a_removed_directory_takes_its_keys_with_it(tmp_path: Path) -> None:
@@ -48,7 +52,8 @@ def test_a_removed_directory_takes_its_keys_with_it(tmp_path: Path) -> None:
         f.unlink()
     directory.rmdir()
     ring.reload()
-    assert ring.match(key) is None and "a" in ring.problems
+    assert ring.match(key) is None
+    assert "a" in ring.problems
 
 
 def test_bearer_credentials_are_read_strictly() -> None:
@@ -66,7 +71,8 @@ def test_a_caller_alone_may_use_every_slot_and_two_share_them() -> None:
         fair.release("a")
     assert fair.try_acquire("b") is None  # b is active now: shares are 2 each
     assert [fair.try_acquire("a") for _ in range(3)] == [None, None, "share"]
-    assert fair.try_acquire("b") is None and fair.total == 4
+    assert fair.try_acquire("b") is None
+    assert fair.total == 4
     for caller in ("a", "a", "b", "b"):
         fair.release(caller)
     now[0] += ACTIVE_WINDOW_S + 1  # b went quiet: a has all the slots again
@@ -90,9 +96,11 @@ def test_the_task_store_keeps_tasks_per_caller_and_forgets_old_ones() -> None:
         for i in range(2, 6):
             now[0] += 1
             await store.save(Task(id=f"t{i}", context_id="c"), a)
-        assert len(store) == 3 and await store.get("t1", a) is None  # the oldest went first
+        assert len(store) == 3
+        assert await store.get("t1", a) is None
         now[0] += 101
-        assert await store.get("t5", a) is None and len(store) == 0  # expired
+        assert await store.get("t5", a) is None
+        assert len(store) == 0
 
     asyncio.run(go())
 
@@ -109,20 +117,29 @@ def test_the_policy_matches_service_accounts_only_from_a_kubernetes_issuer() -> 
     config = AccessConfig.model_validate(
         {
             "issuers": [
-                {"issuer": "https://k8s", "jwksUrl": "https://k8s/jwks", "audiences": ["a"],
-                 "serviceAccounts": True},
+                {
+                    "issuer": "https://k8s",
+                    "jwksUrl": "https://k8s/jwks",
+                    "audiences": ["a"],
+                    "serviceAccounts": True,
+                },
                 {"issuer": "https://idp", "jwksUrl": "https://idp/jwks", "audiences": ["a"]},
             ],
             "callers": [
-                {"name": "eval", "serviceAccount": {"namespace": "t", "name": "e"},
-                 "grants": ["trace", "evaluation"]},
+                {
+                    "name": "eval",
+                    "serviceAccount": {"namespace": "t", "name": "e"},
+                    "grants": ["trace", "evaluation"],
+                },
             ],
         }
     )
     policy = Policy(config.callers)
     sub = "system:serviceaccount:t:e"
     found = policy.by_token(TokenIdentity("https://k8s", sub, {"sub": sub}, True))
-    assert found is not None and found.evaluation and found.trace
+    assert found is not None
+    assert found.evaluation
+    assert found.trace
     assert policy.by_token(TokenIdentity("https://idp", sub, {"sub": sub}, False)) is None
     other = "system:serviceaccount:t:other"
     assert policy.by_token(TokenIdentity("https://k8s", other, {}, True)) is None

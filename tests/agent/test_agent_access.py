@@ -52,9 +52,7 @@ def issuer() -> Iterator[LocalIssuer]:
 
 def access_config(keys: Path, issuer: LocalIssuer, **extra: Any) -> dict[str, Any]:
     return {
-        "issuers": [
-            {"issuer": issuer.issuer, "jwksUrl": issuer.jwks_url, "audiences": [AUDIENCE]}
-        ],
+        "issuers": [{"issuer": issuer.issuer, "jwksUrl": issuer.jwks_url, "audiences": [AUDIENCE]}],
         "callers": [
             {"name": "dashboard", "apiKeyDirectory": str(keys / "dashboard")},
             {"name": "analyst", "apiKeyDirectory": str(keys / "analyst"), "grants": ["trace"]},
@@ -126,7 +124,9 @@ def test_without_a_valid_credential_every_request_gets_the_same_401(
         assert resp.headers["www-authenticate"] == 'Bearer realm="sleuth-agent"', what
         assert resp.headers["connection"] == "close", what
         bodies.add(resp.text)
-    assert bodies == {'{"error":{"message":"authentication required","type":"unauthorized","field":null}}'}
+    assert bodies == {
+        '{"error":{"message":"authentication required","type":"unauthorized","field":null}}'
+    }
     basic = httpx.post(
         f"{agent.url}/v1/chat/completions", json={}, headers={"Authorization": "Basic eDp5"}
     )
@@ -163,7 +163,8 @@ def test_the_openai_sdk_asks_with_its_api_key_and_sees_the_trace_only_when_grant
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(api_key=new_key(), base_url=f"{agent.url}/v1", max_retries=0).models.list()
     body = _ask(agent.url, DASHBOARD_KEY).json()
-    assert "trace" not in body and body["citations"]
+    assert "trace" not in body
+    assert body["citations"]
     assert "trace" in _ask(agent.url, ANALYST_KEY).json()
 
 
@@ -183,8 +184,10 @@ def test_a_key_directory_that_cannot_be_read_admits_nobody_and_says_which(
 ) -> None:
     log = agent.log.read_text()
     assert "caller absent has no usable API key" in log
-    assert "absent" in log and "No such file or directory" in log
-    assert "caller analyst: ignored" in log and "shorter than 16 characters" in log
+    assert "absent" in log
+    assert "No such file or directory" in log
+    assert "caller analyst: ignored" in log
+    assert "shorter than 16 characters" in log
 
 
 def _message(text: str) -> SendMessageRequest:
@@ -212,9 +215,9 @@ def test_a2a_tasks_stay_with_the_caller_that_created_them(agent: AgentProcess) -
             theirs = await other.list_tasks(ListTasksRequest(include_artifacts=True))
             assert task.id not in [t.id for t in theirs.tasks]
             assert SEED_QUESTION not in str(theirs)
-            with pytest.raises(Exception, match="(?i)not found"):
+            with pytest.raises(Exception, match=r"(?i)not found"):
                 await other.get_task(GetTaskRequest(id=task.id))
-            with pytest.raises(Exception, match="(?i)not found"):
+            with pytest.raises(Exception, match=r"(?i)not found"):
                 await other.cancel_task(CancelTaskRequest(id=task.id))
         finally:
             await owner.close()
@@ -239,15 +242,20 @@ def test_every_request_leaves_an_audit_record_and_no_credential_is_anywhere(
     records = audit_records(log)
     answered = [r for r in records if r["outcome"] == "answered" and r["endpoint"] == "query"]
     record = answered[-1]
-    assert record["caller"] == "gateway" and record["agent"] == "ops"
+    assert record["caller"] == "gateway"
+    assert record["agent"] == "ops"
     assert record["question"] == SEED_QUESTION
     sql = record["toolCalls"][0]
-    assert sql["tool"] == "sql_query" and sql["arguments"] == SEED_SQL
+    assert sql["tool"] == "sql_query"
+    assert sql["arguments"] == SEED_SQL
     assert record["toolCalls"][1]["tool"] == "vector_search"
     assert record["toolCalls"][1]["results"] == 3
-    assert record["stopReason"] == "answered" and record["promptTokens"] > 0
+    assert record["stopReason"] == "answered"
+    assert record["promptTokens"] > 0
     refused = [r for r in records if r["outcome"] == "unauthenticated"]
-    assert refused and refused[-1]["caller"] is None and refused[-1]["endpoint"] == "query"
+    assert refused
+    assert refused[-1]["caller"] is None
+    assert refused[-1]["endpoint"] == "query"
     assert {r["endpoint"] for r in records} >= {"query", "chat_completions", "a2a"}
     for secret in (DASHBOARD_KEY, ANALYST_KEY, token, "not-a-key-but-long-enough-123"):
         assert secret not in log
@@ -258,7 +266,8 @@ def test_every_request_leaves_an_audit_record_and_no_credential_is_anywhere(
         for (name, labels), v in samples.items()
         if name == "sleuth_agent_caller_requests_total"
     }
-    assert requests.get("gateway", 0) >= 1 and requests.get("unauthenticated", 0) >= 1
+    assert requests.get("gateway", 0) >= 1
+    assert requests.get("unauthenticated", 0) >= 1
     tokens = [
         v
         for (name, labels), v in samples.items()

@@ -90,11 +90,12 @@ def test_keys_rotate_under_traffic_without_a_restart(tmp_path: Path) -> None:
                 stop.set()
                 for t in threads:
                     t.join(timeout=40)
-            assert agent._proc is not None and agent._proc.pid == pid
+            assert agent._proc is not None
+            assert agent._proc.pid == pid
             assert agent._proc.poll() is None
-            assert results[("new", 200)] > 0 and results[("old", 200)] > 0
+            assert results[("new", 200)] > 0
+            assert results[("old", 200)] > 0
             # Traffic with the old key stopped before it was removed: nothing was refused.
-            assert results[("old", 401)] == 0 and results[("new", 401)] == 0, results
             assert set(results) <= {("old", 200), ("new", 200)}, results
 
 
@@ -190,7 +191,8 @@ def test_without_access_the_agent_refuses_to_listen_beyond_loopback(tmp_path: Pa
     proc = _run_agent({"SLEUTH_AGENT_HOST": "0.0.0.0"}, config)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2
-    assert "SLEUTH_AGENT_HOST=0.0.0.0" in out and "no `access`" in out
+    assert "SLEUTH_AGENT_HOST=0.0.0.0" in out
+    assert "no `access`" in out
 
 
 def test_without_access_the_agent_says_it_listens_on_loopback_only(tmp_path: Path) -> None:

@@ -78,7 +78,9 @@ class Platform:
             account = "contracts-portal"
             if self.kubectl("get", "serviceaccount", account, "-n", APP, check=False).returncode:
                 self.kubectl("create", "serviceaccount", account, "-n", APP)
-            audience = self.get("agentdeployment", "contracts", "-n", APP)["status"]["agentAudience"]
+            audience = self.get("agentdeployment", "contracts", "-n", APP)["status"][
+                "agentAudience"
+            ]
             created = self.kubectl(
                 "create", "token", account, "-n", APP, "--audience", audience, "--duration", "3h"
             )
@@ -189,7 +191,9 @@ def test_seed_question_is_answered_through_the_agent_service(platform: Platform)
     url = platform.service_url(APP, "contracts-agent", "http") + "/v1/query"
     _, body = eventually(
         "the agent answers",
-        lambda: (lambda r: r if r[0] == 200 else None)(_post(url, {"question": SEED_QUESTION}, token=platform.portal_token())),
+        lambda: (lambda r: r if r[0] == 200 else None)(
+            _post(url, {"question": SEED_QUESTION}, token=platform.portal_token())
+        ),
         timeout=300,
     )
     answer = body["answer"]

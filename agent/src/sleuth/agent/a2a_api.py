@@ -50,8 +50,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from sleuth.agent.access.tasks import BoundedTaskStore, CallerContextBuilder, CallerUser
 from sleuth.agent.access.caller import Caller
+from sleuth.agent.access.tasks import BoundedTaskStore, CallerContextBuilder, CallerUser
 from sleuth.agent.errors import RequestRejected
 from sleuth.agent.events import AnswerText, Finished, Progress, RunListener, follow
 from sleuth.agent.intake import Conversation

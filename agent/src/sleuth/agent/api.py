@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -91,7 +91,7 @@ def refused(
 
 
 @query_router.post("/v1/query", response_model=None)
-async def query(request: Request, caller: Caller = Depends(current_caller)) -> Response:
+async def query(request: Request, caller: Annotated[Caller, Depends(current_caller)]) -> Response:
     service = service_of(request)
     try:
         body = await read_json(request, QueryRequest)

@@ -22,7 +22,7 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -141,7 +141,9 @@ def _conversation(body: ChatRequest) -> Conversation:
 
 
 @router.post("/v1/chat/completions", response_model=None)
-async def chat_completions(request: Request, caller: Caller = Depends(current_caller)) -> Response:
+async def chat_completions(
+    request: Request, caller: Annotated[Caller, Depends(current_caller)]
+) -> Response:
     service: AgentService = request.app.state.service
     endpoint = "chat_completions"
     try:

@@ -53,7 +53,7 @@ class AgentSettings(BaseSettings):
             raise ConfigError(
                 f"SLEUTH_AGENT_HOST={host}: the configuration has no `access`, so every client "
                 "would be served unidentified; listen on loopback (127.0.0.1) or configure "
-                "access (docs/agent.md, \"Who may ask the agent\")"
+                'access (docs/agent.md, "Who may ask the agent")'
             )
         return host
 

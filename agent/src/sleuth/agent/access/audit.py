@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -57,6 +56,8 @@ def _returned(call: ToolCallRecord) -> dict[str, int]:
         output = json.loads(call.observation)
     except ValueError:
         return {}
+    if isinstance(output, list):  # a list of results (a custom tool's output)
+        return {"results": len(output)}
     if not isinstance(output, dict):
         return {}
     if isinstance(output.get("row_count"), int):
@@ -70,7 +71,10 @@ class AuditLog:
     """Writes audit records (``sink``: one line each; default: standard output)."""
 
     def __init__(
-        self, agent: str, question: QuestionAudit = "full", sink: Callable[[str], None] | None = None
+        self,
+        agent: str,
+        question: QuestionAudit = "full",
+        sink: Callable[[str], None] | None = None,
     ) -> None:
         self.agent = agent
         self.question = question
@@ -131,10 +135,6 @@ class AuditLog:
 
     def _write(self, record: dict[str, Any]) -> None:
         self.sink(json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str))
-
-
-def monotonic_ms(start: float) -> float:
-    return (time.monotonic() - start) * 1000
 
 
 __all__ = ["SCHEMA", "AuditLog"]

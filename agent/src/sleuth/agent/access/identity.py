@@ -24,6 +24,7 @@ from sleuth.core.api.access_config import AccessConfig
 
 log = logging.getLogger("sleuth.agent.access")
 
+
 def bearer_of(authorization: str | None) -> str | None:
     """The credential of an ``Authorization: Bearer <credential>`` header, else None."""
     if not authorization:

@@ -93,9 +93,7 @@ class BoundedTaskStore(TaskStore):
         self.max_tasks = max_tasks
         self.clock = clock
         # (owner, task id) -> (last update, a context of that owner), oldest update first
-        self._entries: OrderedDict[tuple[str, str], tuple[float, ServerCallContext]] = (
-            OrderedDict()
-        )
+        self._entries: OrderedDict[tuple[str, str], tuple[float, ServerCallContext]] = OrderedDict()
         self._lock = asyncio.Lock()
 
     def __len__(self) -> int:

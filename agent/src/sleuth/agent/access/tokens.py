@@ -82,7 +82,7 @@ class IssuerKeys:
             try:
                 headers = {"Accept": "application/json"}
                 if self.config.token_file:
-                    bearer = Path(self.config.token_file).read_text(encoding="utf-8").strip()
+                    bearer = await asyncio.to_thread(_read_token, self.config.token_file)
                     headers["Authorization"] = f"Bearer {bearer}"
                 async with self._client() as client:
                     resp = await client.get(str(self.config.jwks_url), headers=headers)
@@ -121,9 +121,7 @@ class IssuerKeys:
             log.warning("access: issuer %s: %s; keeping the last keys", self.config.issuer, message)
             return
         if self.problem != message:
-            log.error(
-                "access: issuer %s: %s; its tokens are refused", self.config.issuer, message
-            )
+            log.error("access: issuer %s: %s; its tokens are refused", self.config.issuer, message)
         self.keys, self.unnamed, self.fetched_at = {}, [], None
         self.problem = message
 
@@ -207,6 +205,10 @@ class TokenVerifier:
                 raise TokenRefused(type(err).__name__) from err
             return TokenIdentity(config.issuer, str(claims["sub"]), claims, config.service_accounts)
         raise TokenRefused(type(last).__name__ if last else "no key")
+
+
+def _read_token(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8").strip()
 
 
 def _safe(err: BaseException) -> str:

@@ -1,4 +1,4 @@
-"""Who may ask the agent, and what each caller may see: ``access`` in the agent's configuration file.
+"""Who may ask the agent, and what each caller sees: ``access`` in the agent's configuration file.
 
 The operator renders it from ``spec.agent.access`` of the AgentDeployment
 (:mod:`sleuth.core.api.v1alpha1.access`); the agent enforces it (:mod:`sleuth.agent.access`).
@@ -23,7 +23,10 @@ Example::
         - name: dashboard
           apiKeyDirectory: /var/run/secrets/sleuth/keys/dashboard   # every file: one key
         - name: gateway
-          token: {issuer: https://idp.example.com, subject: gateway, claims: [{name: team, value: a}]}
+          token:
+            issuer: https://idp.example.com
+            subject: gateway
+            claims: [{name: team, value: a}]
       audit: {question: digest}
 
 Grants: ``trace`` — the answer carries the trace (tool calls with their raw output); ``evaluation``
@@ -56,7 +59,7 @@ class _Model(BaseModel):
 
 
 class IssuerConfig(_Model):
-    """A JWT issuer: its tokens are checked against its JWKS (signature, ``iss``, ``aud``, ``exp``)."""
+    """A JWT issuer: its tokens are checked against its JWKS (signature, iss, aud, exp)."""
 
     issuer: str = Field(min_length=1, max_length=2048, description="The tokens' `iss`.")
     jwks_url: AnyHttpUrl = Field(description="Where the issuer's signing keys (JWKS) are read.")

@@ -323,12 +323,16 @@ class A2AConfig(_Model):
         "its tools).",
     )
     task_ttl_seconds: int = Field(
-        default=3600, ge=60, le=86400, description="A task is forgotten this long after its "
-        "last update.",
+        default=3600,
+        ge=60,
+        le=86400,
+        description="A task is forgotten this long after its last update.",
     )
     max_stored_tasks: int = Field(
-        default=1000, ge=1, le=100000, description="Tasks kept per replica; beyond it the least "
-        "recently updated is forgotten.",
+        default=1000,
+        ge=1,
+        le=100000,
+        description="Tasks kept per replica; beyond it the least recently updated is forgotten.",
     )
 
 

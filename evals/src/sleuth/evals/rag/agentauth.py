@@ -45,7 +45,8 @@ class AgentCredential:
         return {}
 
     def __repr__(self) -> str:  # never the key
-        return f"AgentCredential(token_file={self.token_file!s}, api_key={'***' if self.api_key else None})"
+        key = "***" if self.api_key else None
+        return f"AgentCredential(token_file={self.token_file!s}, api_key={key})"
 
 
 __all__ = ["API_KEY_ENV", "AgentCredential"]

@@ -155,7 +155,9 @@ def access_volumes(access: AccessSpec) -> tuple[list[Manifest], list[Manifest]]:
             },
         }
     ]
-    mounts: list[Manifest] = [{"name": KUBE_API_VOLUME, "mountPath": KUBE_API_DIR, "readOnly": True}]
+    mounts: list[Manifest] = [
+        {"name": KUBE_API_VOLUME, "mountPath": KUBE_API_DIR, "readOnly": True}
+    ]
     for caller in access.callers or []:
         ref = caller.api_key_secret_ref
         if ref is None:

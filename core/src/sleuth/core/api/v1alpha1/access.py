@@ -118,9 +118,7 @@ class AccessCaller(SpecModel):
     @model_validator(mode="after")
     def _one_proof(self) -> AccessCaller:
         given = [
-            v
-            for v in (self.api_key_secret_ref, self.service_account, self.token)
-            if v is not None
+            v for v in (self.api_key_secret_ref, self.service_account, self.token) if v is not None
         ]
         if len(given) != 1:
             raise ValueError(
