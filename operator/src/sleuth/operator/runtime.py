@@ -308,7 +308,7 @@ class Runtime:
             self.queue.add((kind, namespace, name))
         # The agent admits its schedules' Jobs (render/access.py): it follows their comings
         # and goings, and a schedule that moved to another agent.
-        if deleted or before != agent:
+        if deleted or (not spec_seen and before != agent):
             for named in dict.fromkeys(a for a in (before, agent) if a):
                 self.queue.add((AGENT_DEPLOYMENT.kind, namespace, named))
 

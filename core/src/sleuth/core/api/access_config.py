@@ -35,16 +35,12 @@ Grants: ``trace`` — the answer carries the trace (tool calls with their raw ou
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-CALLER_NAME = r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$"
-CallerName = Annotated[str, Field(min_length=1, max_length=63, pattern=CALLER_NAME)]
-"""A caller's name: the ``caller`` of audit records and metrics."""
-Grant = Literal["trace", "evaluation"]
-QuestionAudit = Literal["full", "digest"]
+from sleuth.core.api.fields import CALLER_NAME, CallerName, Grant, Grants, QuestionAudit
+
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 MAX_CALLERS = 64
 MAX_ISSUERS = 8
 MAX_CLAIMS = 8
@@ -92,8 +88,10 @@ class IssuerConfig(_Model):
 class ServiceAccountRef(_Model):
     """A Kubernetes ServiceAccount, authenticated by its projected token."""
 
-    namespace: str = Field(min_length=1, max_length=63, description="Its namespace.")
-    name: str = Field(min_length=1, max_length=253, description="Its name.")
+    namespace: str = Field(
+        min_length=1, max_length=63, pattern=DNS_LABEL, description="Its namespace."
+    )
+    name: str = Field(min_length=1, max_length=253, pattern=DNS_LABEL, description="Its name.")
 
     @property
     def subject(self) -> str:
@@ -133,7 +131,7 @@ class CallerConfig(_Model):
         default=None, description="A ServiceAccount whose projected token names this agent."
     )
     token: TokenMatch | None = Field(default=None, description="JWTs of an issuer.")
-    grants: list[Grant] = Field(
+    grants: Grants = Field(
         default_factory=list,
         description="`trace`: the trace (raw tool output) in answers; `evaluation`: the eval "
         "header is honoured.",
@@ -209,6 +207,7 @@ class AccessConfig(_Model):
 
 
 __all__ = [
+    "CALLER_NAME",
     "MIN_API_KEY_CHARS",
     "AccessConfig",
     "AuditConfig",

@@ -17,18 +17,10 @@ operator mounts the key Secrets and the cluster's JWKS access into the agent's p
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import ConfigDict, Field, model_validator
 
-from sleuth.core.api.access_config import (
-    CALLER_NAME,
-    MAX_CALLERS,
-    MAX_CLAIMS,
-    MAX_ISSUERS,
-    Grant,
-    QuestionAudit,
-)
+from sleuth.core.api.access_config import MAX_CALLERS, MAX_CLAIMS, MAX_ISSUERS
+from sleuth.core.api.fields import CallerName, Grants, QuestionAudit
 from sleuth.core.api.v1alpha1.common import DNS_NAME, LocalObjectRef, SpecModel
 
 
@@ -89,10 +81,7 @@ class AccessCaller(SpecModel):
         }
     )
 
-    name: str = Field(
-        min_length=1,
-        max_length=63,
-        pattern=CALLER_NAME,
+    name: CallerName = Field(
         description="The caller's name in audit records and metrics (label caller).",
     )
     api_key_secret_ref: LocalObjectRef | None = Field(
@@ -107,9 +96,8 @@ class AccessCaller(SpecModel):
         "identifies the caller.",
     )
     token: TokenCaller | None = Field(default=None, description="JWTs of one of issuers.")
-    grants: list[Grant] | None = Field(
+    grants: Grants | None = Field(
         default=None,
-        max_length=2,
         description="What the caller may see besides the answer: trace (the trace, with the "
         "tools' raw output) and evaluation (its X-Sleuth-Eval header keeps its requests out of "
         "online sampling). Default: none.",
@@ -218,8 +206,6 @@ class AccessSpec(SpecModel):
                 )
         return self
 
-
-Kind = Literal["apiKey", "serviceAccount", "token"]
 
 __all__ = [
     "AccessCaller",
