@@ -167,7 +167,8 @@ def test_the_operator_renders_access_and_reports_a_missing_key_secret(
         kube.kubectl("get", "deployment", "keys-agent", "-n", namespace, "-o", "json").stdout
     )
     volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
-    assert volumes["apikey-dashboard"]["secret"] == {"secretName": "dashboard-keys"}
+    assert volumes["apikey-dashboard"]["secret"]["secretName"] == "dashboard-keys"
+    assert "items" not in volumes["apikey-dashboard"]["secret"]  # whole: keys rotate in place
     kube.kubectl(
         "create", "secret", "generic", "dashboard-keys", "-n", namespace,
         "--from-literal=key-1=0123456789abcdef0123",

@@ -91,7 +91,8 @@ class IssuerKeys:
         async with self._lock:
             self.last_attempt = time.monotonic()
             try:
-                headers = {"Accept": "application/json"}
+                # kube-apiserver serves its JWKS only as application/jwk-set+json (406 for JSON)
+                headers = {"Accept": "application/jwk-set+json, application/json"}
                 if self.config.token_file:
                     bearer = await asyncio.to_thread(_read_token, self.config.token_file)
                     headers["Authorization"] = f"Bearer {bearer}"
