@@ -28,6 +28,7 @@ COPY core/ core/
 COPY scoring/ scoring/
 COPY scripted/ scripted/
 COPY operator/ operator/
+COPY tools/ tools/
 COPY agent/ agent/
 COPY evals/ evals/
 RUN sed -n 's/^# distributions: //p' requirements.lock | tr ' ' '\n' | sed 's#^#./#' \

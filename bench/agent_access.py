@@ -44,12 +44,12 @@ from sleuth.agent.access.audit import AuditLog
 from sleuth.agent.access.caller import Caller
 from sleuth.agent.access.identity import Authenticator
 from sleuth.agent.api import create_app
-from sleuth.agent.httpguard import HttpLimits
-from sleuth.agent.httpserver import server_config
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.core.api.access_config import AccessConfig
 from sleuth.core.api.agent_config import AgentConfig
+from sleuth.core.http.request_guard import HttpLimits
+from sleuth.core.http.server import server_config
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.core.process import free_port
 from sleuth.scripted import LatencyProfile, ScriptedProcess

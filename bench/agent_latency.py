@@ -36,7 +36,6 @@ from typing import Any
 
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.toolrun import BoundTool, ToolRunner
-from sleuth.agent.tools.base import ToolOutput
 from sleuth.core.llm import ModelTurn, OpenAIChatModel, ToolCallRequest
 from sleuth.core.tools import ToolSpec
 from sleuth.scripted import (
@@ -47,6 +46,7 @@ from sleuth.scripted import (
     ScriptedToolCall,
     seed_latency_profile,
 )
+from sleuth.tools.base import ToolOutput
 
 TOOL_MS = {"sql_query": 50.0, "vector_search": 20.0}
 PROFILE = seed_latency_profile(per_token_ms=5.0)

@@ -18,8 +18,8 @@ import statistics
 import time
 from pathlib import Path
 
-from sleuth.agent.sample.documents import DOCUMENTS
-from sleuth.agent.tools.vector.chunking import chunk_text
+from sleuth.tools.sample.documents import DOCUMENTS
+from sleuth.tools.vector.chunking import chunk_text
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "EU provider contracts 2025 amount above 100k special conditions recurring clauses"

@@ -42,8 +42,6 @@ from typing import Any
 import asyncpg
 import httpx
 
-from sleuth.agent.sample.contracts import load_postgres
-from sleuth.agent.tools.base import ToolOutput
 from sleuth.core.process import free_port, stop_process, wait_healthy
 from sleuth.core.tools import ToolSpec
 from sleuth.scripted import (
@@ -55,6 +53,8 @@ from sleuth.scripted import (
     ScriptedToolCall,
     seed_latency_profile,
 )
+from sleuth.tools.base import ToolOutput
+from sleuth.tools.sample.contracts import load_postgres
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

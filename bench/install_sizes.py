@@ -20,11 +20,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCKS = ROOT / "requirements"
-# roles measured: image lock, extra workspace folders to add on top (the eval job's role is the
-# sleuth image; the agent-and-tools role is the same image without evals)
+# roles measured: image lock, the workspace folders the role installs (None: the lock header's).
+# The eval job's role is the whole sleuth image; the agent's and the tool services' roles are the
+# part of it their distributions need (the pins of their dependency closure).
 ROLES = {
     "operator": ("operator", None),
-    "agent and tool services": ("sleuth", ("core", "scoring", "agent")),
+    "tool services": ("sleuth", ("core", "tools")),
+    "agent": ("sleuth", ("core", "scoring", "tools", "agent")),
     "eval job": ("sleuth", None),
 }
 

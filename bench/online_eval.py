@@ -38,7 +38,6 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from sleuth.agent.tools.base import ToolOutput
 from sleuth.core.process import free_port, stop_process, wait_healthy
 from sleuth.core.tools import ToolSpec
 from sleuth.scripted import (
@@ -51,6 +50,7 @@ from sleuth.scripted import (
     ScriptedToolCall,
     seed_latency_profile,
 )
+from sleuth.tools.base import ToolOutput
 
 HERE = Path(__file__).resolve().parent
 QUESTION = "How many contracts above 100k did we sign in 2025 with EU providers?"

@@ -60,8 +60,8 @@ from scale_kit import (
 
 from sleuth.core.errors import KubeRetryable
 from sleuth.core.kube import AGENT_DEPLOYMENT, DEPLOYMENT, TOOL_BINDING, Kube, new_api_client
+from sleuth.operator.loop.rollout import rollout
 from sleuth.operator.render.meta import RenderSettings
-from sleuth.operator.status import rollout
 
 BARE_NS, OPERATOR_NS = "scale-bare", "scale-op"
 SLEUTH = Path(sys.executable).parent / "sleuth"

@@ -2,9 +2,9 @@
 
     .venv/bin/python bench/sql_guard.py [--rounds 300] [--quick]
 
-Runs :func:`sleuth.agent.tools.sql.guard.check_sql` on a mix of queries — the seed's query,
+Runs :func:`sleuth.core.sql.guard.check_sql` on a mix of queries — the seed's query,
 typical model SQL (joins, CTEs, window functions, UNION), and the hostile corpus of the tests
-(tests/agent/tools/hostile_sql.py, ~260 queries refused) — ``rounds`` times each, timing every call.
+(tests/tools/hostile_sql.py, ~260 queries refused) — ``rounds`` times each, timing every call.
 Reports p50/p99/max per group in microseconds and writes JSON to bench/results/sql_guard.json.
 No database: this is the guard alone, the cost added before a query reaches PostgreSQL.
 """
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sleuth.agent.tools.sql.guard import GuardPolicy, SqlRefused, check_sql
+from sleuth.core.sql.guard import GuardPolicy, SqlRejected, check_sql
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICY = GuardPolicy.of(["contracts", "providers", "sales.orders"])
@@ -78,7 +78,7 @@ def _time(queries: list[tuple[str, list[object]]], rounds: int) -> Samples:
     for _ in range(rounds):
         for sql, params in queries:
             start_cpu, start_wall = time.thread_time_ns(), time.perf_counter_ns()
-            with contextlib.suppress(SqlRefused):
+            with contextlib.suppress(SqlRejected):
                 check_sql(sql, POLICY, params)
             cpu.append((time.thread_time_ns() - start_cpu) / 1000)
             wall.append((time.perf_counter_ns() - start_wall) / 1000)

@@ -5,8 +5,8 @@
 Renders the children of N AgentDeployments with three ToolBindings each (the workload of
 bench/operator_scale.py), shapes them as a watch reports them (uid, resourceVersion, an owner,
 a Deployment's status), and measures with tracemalloc what
-:class:`sleuth.operator.watchcache.WatchCache` holds once it has seen every child and kept every
-ToolBinding. Prints MiB; compare with the operator's peak RSS in docs/performance.md.
+:class:`sleuth.operator.loop.watchcache.WatchCache` holds once it has seen every child and kept
+every ToolBinding. Prints MiB; compare with the operator's peak RSS in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 from scale_kit import agent_objects, rendered_children
 
+from sleuth.operator.loop.watchcache import WatchCache
 from sleuth.operator.render.meta import RenderSettings
-from sleuth.operator.watchcache import WatchCache
 
 
 def as_watched(child: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,8 @@ reason — except under CI (``CI=true``), where that is a failure.
 
 ``scripted``: the scripted model server (sleuth.scripted) in a thread, for the folders that
 drive a model client with it (tests/core, tests/agent).
+
+The collection hooks spread the suite over pytest-xdist's workers (tests/support/workers.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 import pytest
 
 from sleuth.scripted import ScriptedServer
+from tests.support.workers import mark_groups, order_for_workers
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER_DIR = ROOT / "tests" / "cluster"
@@ -36,6 +39,15 @@ from realnode_kit import node_namespace, real_node  # noqa: E402
 from tests.support.jaeger import jaeger  # noqa: E402
 
 __all__ = ["jaeger", "node_namespace", "real_node"]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> Iterator[None]:
+    mark_groups(items)  # before pytest-xdist's own hook reads the groups
+    yield
+    order_for_workers(config, items)  # after deselection and pytest's own reordering
 
 
 @dataclass

@@ -27,12 +27,14 @@ COMPONENTS = {
     "scoring": ("sleuth-scoring", "sleuth.scoring"),
     "scripted": ("sleuth-scripted", "sleuth.scripted"),
     "operator": ("sleuth-operator", "sleuth.operator"),
+    "tools": ("sleuth-tools", "sleuth.tools"),
     "agent": ("sleuth-agent", "sleuth.agent"),
     "evals": ("sleuth-evals", "sleuth.evals"),
     ".": ("sleuth", "sleuth.demo"),
 }
 PACKAGE_OF = {dist: package for dist, package in COMPONENTS.values()}
-# What the eval and online-scoring stack pulls in; the operator must install none of it.
+# What the eval and online-scoring stack pulls in; the operator and the tool services must install
+# none of it.
 SCORING_STACK = {"ragas", "langchain-core", "langchain-community", "pandas", "pyarrow"}
 
 
@@ -103,6 +105,8 @@ def test_the_floor_test_sees_an_import_that_runs_back_up(tmp_path: Path) -> None
     assert modules == ["sleuth.agent.loop"]
     assert "sleuth.agent" not in _allowed_packages("operator")
     assert "sleuth.agent" in _allowed_packages("evals")
+    assert _allowed_packages("tools") == {"sleuth.tools", "sleuth.core"}
+    assert "sleuth.tools" in _allowed_packages("agent")
 
 
 @pytest.mark.unit
@@ -188,12 +192,34 @@ def test_the_operator_installs_no_scoring_stack() -> None:
 
 
 @pytest.mark.unit
+def test_the_tools_install_no_scoring_stack() -> None:
+    """A tool service's image carries the tools, not the judge: sleuth-tools needs core only."""
+    tools = _closure("sleuth-tools")
+    assert {"sleuth-core", "qdrant-client", "asyncpg", "mcp", "uvicorn"} <= tools
+    assert not tools & SCORING_STACK, sorted(tools & SCORING_STACK)
+    assert not {"sleuth-agent", "sleuth-evals", "sleuth-scoring", "sleuth-operator"} & tools
+    assert _sleuth_requirements("tools") == {"sleuth-core"}
+    # ... while the agent, which scores online, does install it: the check above can fail.
+    assert {"ragas", "sleuth-tools"} <= _closure("sleuth-agent")
+
+
+@pytest.mark.unit
 def test_cli_offers_the_commands_of_what_is_installed() -> None:
     sleuth = Path(sys.executable).parent / "sleuth"
     out = subprocess.run([str(sleuth), "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("sleuth ")
     helptext = subprocess.run([str(sleuth), "--help"], capture_output=True, text=True, check=True)
-    for command in ("operator", "agent", "tool-service", "eval", "demo", "crds", "scripted-model"):
+    for command in (
+        "operator",
+        "agent",
+        "tool-service",
+        "ingest",
+        "sql",
+        "eval",
+        "demo",
+        "crds",
+        "scripted-model",
+    ):
         assert command in helptext.stdout
 
 

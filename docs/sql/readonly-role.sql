@@ -7,7 +7,7 @@
 --
 -- Grant SELECT on exactly the tables of the ToolBinding's allowedTables: the guard refuses
 -- other tables, and this role makes the database refuse them too. The tests apply this file
--- to their own PostgreSQL (tests/agent/tools/conftest.py), so it is known to run.
+-- to their own PostgreSQL (tests/tools/conftest.py), so it is known to run.
 
 CREATE ROLE sleuth_reader
   LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS

@@ -9,11 +9,11 @@ from typing import Any
 from sleuth.agent.cache import ToolCache
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.toolrun import BoundTool, ToolRunner
-from sleuth.agent.tools.base import Citation, ToolError, ToolOutput
 from sleuth.core.guided import ToolCalling
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.core.tools import ToolSpec
 from sleuth.scripted import ScriptedResponse, ScriptedToolCall
+from sleuth.tools.base import Citation, ToolError, ToolOutput
 
 SEED_QUESTION = (
     "How many contracts above 100k€ did we sign in 2025 with EU providers, "

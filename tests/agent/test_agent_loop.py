@@ -7,9 +7,9 @@ import json
 import pytest
 
 from sleuth.agent.prompts import SYNTHESIZE_PROMPT
-from sleuth.agent.tools.base import ToolArgumentError, ToolUnavailable
 from sleuth.agent.trace import Trace
 from sleuth.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
+from sleuth.tools.base import ToolArgumentError, ToolUnavailable
 from tests.agent.agent_doubles import (
     SEED_ANSWER,
     SEED_QUESTION,

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
 
 from sleuth.agent.errors import ToolConfigError
-from sleuth.agent.registry import bind_tools
 from sleuth.agent.settings import AgentSettings
+from sleuth.agent.toolset import bind_tools
 from sleuth.core.api.agent_config import AgentConfig
+from sleuth.core.tools import DEFAULT_SPECS
+from sleuth.tools.local import LocalTool
+from sleuth.tools.remote import RemoteTool
 
 pytestmark = pytest.mark.unit
 
@@ -61,3 +65,22 @@ def test_unimportable_factory_names_the_tool() -> None:
     broken = {**CONFIG, "tools": [{**CONFIG["tools"][0], "factory": "nowhere:build"}]}  # type: ignore[dict-item]
     with pytest.raises(ToolConfigError, match=r"tools\[sql_query\]: cannot import nowhere:build"):
         bind_tools(AgentConfig.model_validate(broken))
+
+
+def test_built_in_tools_come_from_the_tools_distribution_without_import_strings() -> None:
+    """No factory: an endpoint gives a tool service's client, none the in-process tool; both
+    builders are imported by the agent, so nothing is looked up by name."""
+    with socket.socket() as sock:  # a port nothing listens on: the remote tool falls back to
+        sock.bind(("127.0.0.1", 0))  # its type's default spec
+        port = sock.getsockname()[1]
+    config = {
+        **CONFIG,
+        "tools": [
+            {"name": "vector_search", "type": "vector_search"},
+            {"name": "web_search", "type": "web_search", "endpoint": f"http://127.0.0.1:{port}"},
+        ],
+    }
+    bound = bind_tools(AgentConfig.model_validate(config))
+    assert isinstance(bound["vector_search"].tool, LocalTool)
+    assert isinstance(bound["web_search"].tool, RemoteTool)
+    assert bound["web_search"].tool.spec.parameters == DEFAULT_SPECS["web_search"].parameters

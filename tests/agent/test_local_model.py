@@ -20,12 +20,12 @@ import pytest
 
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.toolrun import BoundTool, ToolRunner
-from sleuth.agent.tools.base import ToolOutput
 from sleuth.core.errors import ConfigError
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.core.localmodel import SERVED_NAME, LocalModelServer, local_model, part_paths
 from sleuth.core.tools import DEFAULT_SPECS, ToolSpec
 from sleuth.evals.tsa.cases import load_cases, shipped_cases_path
+from sleuth.tools.base import ToolOutput
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

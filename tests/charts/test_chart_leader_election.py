@@ -1,7 +1,7 @@
 """Two operator replicas are safe: one holds the Lease and reconciles, the other waits.
 
 The chart runs the operator with ``--leader-election-lease``; these tests drive the elector
-(sleuth.operator.leader) and then two real ``sleuth operator`` processes against the test
+(sleuth.operator.loop.leader) and then two real ``sleuth operator`` processes against the test
 control plane.
 """
 
@@ -17,7 +17,7 @@ import pytest
 
 from sleuth.core.kube import Kube
 from sleuth.core.process import answers, free_port, stop_process
-from sleuth.operator.leader import REQUEST_TIMEOUT_SECONDS, LeaderElector, LeaseClient
+from sleuth.operator.loop.leader import REQUEST_TIMEOUT_SECONDS, LeaderElector, LeaseClient
 from tests.support.paths import ROOT, SLEUTH
 from tests.support.polling import eventually
 

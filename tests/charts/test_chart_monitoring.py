@@ -30,7 +30,7 @@ def test_prometheus_rule_passes_promtool(helm: Path, tmp_path: Path) -> None:
 def test_operator_metrics_endpoint_serves_what_the_service_scrapes() -> None:
     from prometheus_client import CollectorRegistry
 
-    from sleuth.operator.metrics import serve
+    from sleuth.operator.loop.metrics import serve
 
     port = free_port()
     serve(port, "127.0.0.1", registry=CollectorRegistry())

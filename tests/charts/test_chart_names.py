@@ -136,7 +136,7 @@ def test_every_named_series_is_exported() -> None:
 
     from sleuth.agent.metrics import AgentMetrics
     from sleuth.operator.evalmetrics import EvalMetrics
-    from sleuth.operator.metrics import OperatorMetrics
+    from sleuth.operator.loop.metrics import OperatorMetrics
 
     schedules = CollectorRegistry()
     schedules.register(EvalMetrics())

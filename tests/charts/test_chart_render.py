@@ -211,7 +211,7 @@ def test_every_runbook_link_leads_to_a_page_and_the_operator_uses_the_same_base(
     helm: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The chart's alerts and every EvalSchedule's link <runbookBaseUrl>/<Alert>.md, one base."""
-    from sleuth.operator.cli import settings_from_env
+    from sleuth.operator.main import settings_from_env
     from sleuth.operator.render.meta import DEFAULT_RUNBOOK_BASE_URL
 
     docs = documents(template(helm, VALUE_SETS["monitoring"]))
@@ -339,7 +339,7 @@ def test_dashboard_queries_use_metrics_the_code_exports(helm: Path) -> None:
     from sleuth.agent.metrics import AgentMetrics
     from sleuth.evals.report.prometheus import exposition
     from sleuth.operator.evalmetrics import EvalMetrics
-    from sleuth.operator.metrics import OperatorMetrics
+    from sleuth.operator.loop.metrics import OperatorMetrics
 
     schedules = CollectorRegistry()
     schedules.register(EvalMetrics())

@@ -10,7 +10,9 @@ left on the machine: processes, iptables chains, the bridge, mounts, cgroups, ch
 
 One real node per machine: the fixture holds an exclusive lock (``/run/lock/sleuth-node.lock``)
 for the whole session, so concurrent sessions wait for each other; kwok-only clusters are not
-affected. ``SLEUTH_KUBECONFIG`` is ignored here (the node needs a cluster made for it).
+affected. Under pytest-xdist every test that uses it runs on one worker (the ``real-node`` group,
+tests/support/workers.py), so the workers of one session never wait on each other for it.
+``SLEUTH_KUBECONFIG`` is ignored here (the node needs a cluster made for it).
 Without root, or without the node's Debian packages, the tests are skipped with the reason —
 except under CI (``CI=true``), where that is a failure.
 
@@ -36,6 +38,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+
+from tests.support.workers import scattered_real_node_tests
 
 CLUSTER_DIR = Path(__file__).resolve().parent
 LOCK = Path("/run/lock/sleuth-node.lock")
@@ -211,7 +215,17 @@ def _missing_packages() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNodeCluster]:
+def real_node(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealNodeCluster]:
+    scattered = scattered_real_node_tests(request.session)
+    if scattered:
+        # Another worker would hold the lock below for its whole session: fail now, not then.
+        pytest.fail(
+            "the real-node tests must run on one pytest-xdist worker (--dist loadgroup, "
+            f"tests/support/workers.py); not grouped: {', '.join(scattered[:3])}",
+            pytrace=False,
+        )
     if os.geteuid() != 0:
         _unavailable("it needs root (network, mounts, cgroups)")
     missing = _missing_packages()

@@ -23,6 +23,12 @@ import pytest
 from image_oci import check, pack
 from image_recipe import dist_files, key, read_recipe, recipe_config
 
+from tests.support.workers import REAL_NODE_GROUP
+
+# On the real node's worker (tests/support/workers.py): the platform test builds images under the
+# same cache lock, and a build waited for there would run down these tests' timeouts.
+pytestmark = pytest.mark.xdist_group(REAL_NODE_GROUP)
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 RECIPE_FILE = HERE / "image.env"

@@ -7,10 +7,10 @@ import math
 import pytest
 from qdrant_client import AsyncQdrantClient
 
-from sleuth.agent.ingest import ingest, sample_documents
-from sleuth.agent.tools.vector.tool import VectorSearchTool, VectorToolConfig
 from sleuth.core.embeddings import EmbeddingsUnavailable, OpenAIEmbedder
 from sleuth.scripted import ScriptedServer
+from sleuth.tools.ingest import ingest, sample_documents
+from sleuth.tools.vector.tool import VectorSearchTool, VectorToolConfig
 
 pytestmark = pytest.mark.integration
 

@@ -40,8 +40,8 @@ from platform_kit import (
     yaml_docs,
 )
 
-from sleuth.agent.sample.contracts import SEED_QUESTION
 from sleuth.core.names import TSA_GAUGE
+from sleuth.tools.sample.contracts import SEED_QUESTION
 from tests.support.jaeger import CONFIG as JAEGER_CONFIG
 from tests.support.jaeger import Jaeger, TraceView, required_binary
 

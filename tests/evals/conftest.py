@@ -10,7 +10,6 @@ import pytest
 
 from sleuth.agent.api import create_app
 from sleuth.agent.toolrun import BoundTool
-from sleuth.agent.tools.base import Citation, ToolOutput
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.tools import VECTOR_SEARCH, ToolSpec
 from sleuth.evals.data import worked_example_path
@@ -23,6 +22,7 @@ from sleuth.scripted import (
     ScriptedServer,
     ScriptedToolCall,
 )
+from sleuth.tools.base import Citation, ToolOutput
 from tests.evals.evals_judge_script import CHUNKS, WorkedExampleJudge, embedding_vectors
 from tests.support.asgi import serve_app
 

@@ -11,7 +11,7 @@ import pytest
 
 from sleuth.evals.errors import EvalError
 from sleuth.evals.golden.cases import GoldenCase
-from sleuth.evals.rag.agentauth import API_KEY_ENV, AgentCredential
+from sleuth.evals.rag.agentauth import AgentCredential
 from sleuth.evals.rag.collect import collect
 from sleuth.scripted import Scenario, ScriptedServer
 from tests.agent.access_kit import audit_records, key_directory, new_key
@@ -46,8 +46,7 @@ def test_the_token_file_is_read_for_each_question_and_never_shown(
             assert rows.rows[0].contexts
             refused = asyncio.run(collect([case], agent.url))
             assert [f.reason for f in refused.failures] == ["agent_http_401"]
-            monkeypatch.setenv(API_KEY_ENV, first)
-            keyed = AgentCredential.from_args(None)
+            keyed = AgentCredential(None, first)
             assert first not in repr(keyed)
             assert asyncio.run(collect([case], agent.url, credential=keyed)).rows
             log = agent.log.read_text()

@@ -158,8 +158,8 @@ def test_bad_verdict_names_the_csv_line(tmp_path: Path) -> None:
 
 
 def test_shipped_golden_set_is_frozen_and_grounded_in_the_sample_corpus() -> None:
-    from sleuth.agent.sample import DOCUMENTS
     from sleuth.evals.golden.cases import shipped_golden_path
+    from sleuth.tools.sample import DOCUMENTS
 
     path = shipped_golden_path()
     cases = load_golden(path)

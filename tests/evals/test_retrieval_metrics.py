@@ -9,8 +9,8 @@ import pytest
 
 from sleuth.evals.compare import compare, compare_metric
 from sleuth.evals.errors import EvalError
-from sleuth.evals.retrieval.metrics import Retrieved, items_from, percentile, score_row
 from sleuth.evals.synth.corpus import generate
+from sleuth.scoring.retrieval import Retrieved, items_from, percentile, score_row
 
 pytestmark = pytest.mark.unit
 

@@ -12,11 +12,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from sleuth.core.kube import CONFIG_MAP, DEPLOYMENT, TOOL_BINDING
-from sleuth.operator.applier import OperatorKube, covers
-from sleuth.operator.metrics import OperatorMetrics
+from sleuth.operator.loop.applier import OperatorKube, covers
+from sleuth.operator.loop.metrics import OperatorMetrics
+from sleuth.operator.loop.watchcache import WatchCache, matches
 from sleuth.operator.reconcile_common import prune
 from sleuth.operator.render.meta import MANAGED_BY, Owner
-from sleuth.operator.watchcache import WatchCache, matches
 
 pytestmark = pytest.mark.unit
 

@@ -1,5 +1,5 @@
 """What a ToolBinding offers its agent: templates the SQL guard accepts, function names no older
-binding gives (the guard itself is tested in tests/agent/tools/test_sql_guard.py)."""
+binding gives (the guard itself is tested in tests/tools/test_sql_guard.py)."""
 
 from __future__ import annotations
 

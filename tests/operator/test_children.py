@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 
 from sleuth.operator.children import Refusal, mounted_config_maps, rejected_conditions
-from sleuth.operator.status import Cond, rollout, unschedulable
+from sleuth.operator.loop.rollout import rollout
+from sleuth.operator.status import Cond, unschedulable
 
 pytestmark = pytest.mark.unit
 

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from sleuth.operator.controller import MANAGED, Controller, OperatorSettings
 from sleuth.operator.evalmetrics import EvalMetrics
-from sleuth.operator.runtime import MANAGED, LoopSettings, Runtime
-from sleuth.operator.watchcache import child_key
+from sleuth.operator.loop.runtime import LoopSettings
+from sleuth.operator.loop.watchcache import child_key
 
 pytestmark = [pytest.mark.cluster]
 
@@ -28,24 +29,26 @@ def config_map(namespace: str, name: str) -> dict[str, Any]:
 def test_a_child_deleted_without_an_event_is_applied_again_after_the_resync_list(
     kube: Any, namespace: str
 ) -> None:
-    rt = Runtime.build(
-        LoopSettings(kubeconfig=str(kube.kubeconfig), namespaces=(namespace,)),
+    rt = Controller.build(
+        OperatorSettings(
+            loop=LoopSettings(kubeconfig=str(kube.kubeconfig), namespaces=(namespace,))
+        ),
         registry=CollectorRegistry(),
         evals=EvalMetrics(),
     )
-    operator = rt.ctx.kube
+    operator = rt.loop.kube
     kept, lost = config_map(namespace, "kept"), config_map(namespace, "lost")
     for manifest in (kept, lost):
-        rt.cache.seen_child(operator.apply(manifest))  # as the watch would report the writes
+        rt.loop.cache.seen_child(operator.apply(manifest))  # as the watch would report the writes
     kube.kubectl("delete", "configmap", "lost", "-n", namespace)  # no watch runs here: no event
     writes = operator.metrics.total_writes()
     operator.apply(lost)
     assert operator.metrics.total_writes() == writes  # the cache still vouches for it
 
-    rt.relist(children=True)  # every child kind, PrometheusRule included (not served here)
+    rt.loop.relist(children=True)  # every child kind, PrometheusRule included (not served here)
 
-    assert rt.cache.child(child_key(lost)) is None
-    assert rt.cache.child(child_key(kept)) is not None
+    assert rt.loop.cache.child(child_key(lost)) is None
+    assert rt.loop.cache.child(child_key(kept)) is not None
     operator.apply(lost)
     assert operator.metrics.total_writes() == writes + 1
     found = kube.kubectl("get", "configmap", "lost", "-n", namespace, "-o", "name")

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.unit
 
 def test_listings_come_in_pages_idle_object_workers_go_soon_and_no_diff_base_is_built() -> None:
     started: list[bool] = []
-    memo = SimpleNamespace(runtime=SimpleNamespace(start=lambda: started.append(True)))
+    memo = SimpleNamespace(controller=SimpleNamespace(start=lambda: started.append(True)))
     settings = kopf.OperatorSettings()
     assert settings.queueing.idle_timeout > IDLE_WORKER_SECONDS  # kopf's default keeps them 5 s
     asyncio.run(configure(settings=settings, memo=memo))
@@ -24,4 +24,4 @@ def test_listings_come_in_pages_idle_object_workers_go_soon_and_no_diff_base_is_
     assert settings.queueing.idle_timeout == IDLE_WORKER_SECONDS
     assert settings.posting.level == logging.WARNING
     assert isinstance(settings.persistence.diffbase_storage, NoDiffBase)
-    assert started == [True]  # the runtime's workers and resync
+    assert started == [True]  # the loop's workers and resync

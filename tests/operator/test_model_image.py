@@ -8,7 +8,7 @@ import pytest
 
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec
 from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
-from sleuth.operator.cli import settings_from_env
+from sleuth.operator.main import settings_from_env
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.model import render_model
 

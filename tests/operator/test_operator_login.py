@@ -1,4 +1,4 @@
-"""kopf connects with the reconcilers' credentials (sleuth.operator.login)."""
+"""kopf connects with the reconcilers' credentials (sleuth.operator.loop.login)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from sleuth.core.kube import new_api_client
-from sleuth.operator.login import connection_info
+from sleuth.operator.loop.login import connection_info
 
 pytestmark = pytest.mark.unit
 

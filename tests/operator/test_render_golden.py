@@ -108,7 +108,7 @@ def test_credentials_live_only_in_their_tool_service() -> None:
 
 def test_tool_service_reads_the_rendered_config(tmp_path: Path) -> None:
     """The ConfigMap is what `sleuth tool-service` loads: the spec, name and description set."""
-    from sleuth.agent.toolservice.build import load_spec
+    from sleuth.tools.service.config import load_spec
 
     for binding in _bindings():
         configmap = _rendered()[binding.name][0]

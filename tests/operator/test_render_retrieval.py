@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sleuth.agent.toolservice.build import load_spec
 from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.tool import render_tool
+from sleuth.tools.service.config import load_spec
 
 pytestmark = pytest.mark.unit
 

@@ -170,7 +170,7 @@ def test_bad_operator_defaults_are_refused(defaults: dict[str, Any]) -> None:
 
 def test_the_operator_flags_reach_the_render_settings() -> None:
     from sleuth.core.cli import build_parser
-    from sleuth.operator.cli import loop_settings
+    from sleuth.operator.main import operator_settings
 
     args = build_parser("operator").parse_args(
         [
@@ -183,9 +183,9 @@ def test_the_operator_flags_reach_the_render_settings() -> None:
         ]
     )
     expected = TracingDefaults(endpoint=COLLECTOR, sampling_ratio=0.1, capture_content=True)
-    assert loop_settings(args, environ={}).render.tracing == expected
+    assert operator_settings(args, environ={}).render.tracing == expected
     plain = build_parser("operator").parse_args(["operator"])
-    assert loop_settings(plain, environ={}).render.tracing == TracingDefaults()
+    assert operator_settings(plain, environ={}).render.tracing == TracingDefaults()
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,9 @@ import pytest
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
 from sleuth.operator.bindings import bindings_for
 from sleuth.operator.errors import InvalidSpec
+from sleuth.operator.loop.rollout import rollout
 from sleuth.operator.reconcile_common import SecretCheck, parse_spec, secret_conditions
-from sleuth.operator.status import Cond, newsworthy, rollout, settle, status_patch
+from sleuth.operator.status import Cond, newsworthy, settle, status_patch
 
 pytestmark = pytest.mark.unit
 

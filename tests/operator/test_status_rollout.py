@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from sleuth.operator.reconcile_agent import _conditions, _held, hold_left
-from sleuth.operator.reconcile_common import SecretCheck
-from sleuth.operator.status import (
+from sleuth.operator.loop.rollout import (
     PROGRESS_DEADLINE_EXCEEDED,
     Rollout,
     max_unavailable,
-    progressing_condition,
     rollout,
 )
+from sleuth.operator.reconcile_agent import _conditions, _held, hold_left
+from sleuth.operator.reconcile_common import SecretCheck
+from sleuth.operator.status import progressing_condition
 
 pytestmark = pytest.mark.unit
 

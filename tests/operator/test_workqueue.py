@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from sleuth.operator.workqueue import Backoff, WorkQueue, run_workers
+from sleuth.operator.loop.workqueue import Backoff, WorkQueue, run_workers
 from tests.support.polling import eventually
 
 pytestmark = pytest.mark.unit

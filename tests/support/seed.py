@@ -7,9 +7,9 @@ test on this host and by the model pod of the real-node platform test.
 
 from __future__ import annotations
 
-from sleuth.agent.sample.contracts import SEED_PARAMS, SEED_SEARCH, SEED_SQL
 from sleuth.scripted import Match, Rule, ScriptedResponse
 from sleuth.scripted import ScriptedToolCall as Call
+from sleuth.tools.sample.contracts import SEED_PARAMS, SEED_SEARCH, SEED_SQL
 
 SEED_ANSWER = (
     "In 2025 you signed 47 contracts with EU providers above 100,000 €, 8.3 M€ in total "

@@ -21,12 +21,15 @@ from typing import Any
 import httpx
 
 from sleuth.agent.router import ROUTER_NAME, RouterModel
-from sleuth.agent.sample.contracts import SEED_QUESTION
+from sleuth.agent.trace import Trace
 from sleuth.core.llm import ToolCallRequest
 from sleuth.core.localmodel import DEFAULT_MODEL, MODELS, SERVED_NAME, LocalModelServer
 from sleuth.core.tools import DEFAULT_SPECS
 from sleuth.demo.render import render_trace
 from sleuth.demo.stack import FIXTURE_LABEL, Planner, embedded_stack
+from sleuth.evals.tsa.cases import load_cases, shipped_cases_path
+from sleuth.evals.tsa.scoring import ActualCall, score_case, summarise
+from sleuth.tools.sample.contracts import SEED_QUESTION
 
 REAL_MODEL_COMMAND = f'make local-model && .venv/bin/sleuth ask --planner local "{SEED_QUESTION}"'
 
@@ -61,15 +64,12 @@ def _print(text: str = "") -> None:
 
 async def _tsa_table() -> str:
     """The router's tool selection accuracy on the shipped TSA set (every split, labelled)."""
-    from sleuth.evals.tsa.cases import load_cases, shipped_cases_path
-    from sleuth.evals.tsa.scoring import ActualCall, score_case, summarise
-
     tools = [spec.to_openai() for spec in DEFAULT_SPECS.values()]
     router = RouterModel()
     results = []
     for case in load_cases(shipped_cases_path()):
         turn = await router.complete([{"role": "user", "content": case.query}], tools)
-        calls = [_actual(c, ActualCall) for c in turn.tool_calls]
+        calls = [_actual(c) for c in turn.tool_calls]
         results.append(score_case(case, calls, dict(DEFAULT_SPECS)))
     summary = summarise(results)
     lines = [
@@ -93,8 +93,10 @@ async def _tsa_table() -> str:
     return "\n".join(lines)
 
 
-def _actual(call: ToolCallRequest, kind: Any) -> Any:
-    return kind.from_openai({"function": {"name": call.name, "arguments": call.arguments_text}})
+def _actual(call: ToolCallRequest) -> ActualCall:
+    return ActualCall.from_openai(
+        {"function": {"name": call.name, "arguments": call.arguments_text}}
+    )
 
 
 def _log(text: str) -> None:
@@ -201,8 +203,6 @@ def _ask_remote(args: argparse.Namespace) -> int:
     if args.json:
         _print(json.dumps(body))
         return 0
-    from sleuth.agent.trace import Trace
-
     trace = Trace.model_validate(body["trace"])
     _print(render_trace(trace, body["answer"], body.get("citations", [])))
     return 0

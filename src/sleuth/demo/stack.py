@@ -1,7 +1,7 @@
 """The embedded stack: everything the agent needs, started in this process from nothing.
 
 * PostgreSQL from the ``pgserver`` wheel, in a temporary folder, loaded with the seed's
-  ``contracts`` table (:mod:`sleuth.agent.sample.contracts`); the SQL tool connects as a
+  ``contracts`` table (:mod:`sleuth.tools.sample.contracts`); the SQL tool connects as a
   SELECT-only role
   and offers one named query template plus the guarded free-form ``sql_query``.
 * Qdrant's local mode, holding the sample contract clauses embedded by the real
@@ -30,25 +30,25 @@ from urllib.parse import parse_qs, urlparse
 import asyncpg
 
 from sleuth.agent.cache import ToolCache
-from sleuth.agent.ingest import ingest, sample_documents
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.router import RouterModel
-from sleuth.agent.sample.contracts import ALLOWED_TABLES, load_postgres
 from sleuth.agent.toolrun import BoundTool, ToolRunner
-from sleuth.agent.tools.base import Tool
-from sleuth.agent.tools.sql.executor import SqlLimits
-from sleuth.agent.tools.sql.templates import template_tools
-from sleuth.agent.tools.sql.tool import SqlQueryTool, SqlToolConfig, create_pool
-from sleuth.agent.tools.vector.store import QdrantLocation
-from sleuth.agent.tools.vector.tool import VectorSearchTool, VectorToolConfig
-from sleuth.agent.tools.web.searxng import SearxNG
-from sleuth.agent.tools.web.tool import WebSearchTool, WebToolConfig
 from sleuth.core.api.v1alpha1.toolbinding import SqlParameter, SqlTemplate
 from sleuth.core.embeddings import LocalEmbedder
 from sleuth.core.guided import GuidedFormat, ToolCalling
 from sleuth.core.llm import ChatModel, OpenAIChatModel
 from sleuth.core.process import LOOPBACK, free_port
 from sleuth.demo.progress import ProgressModel
+from sleuth.tools.base import Tool
+from sleuth.tools.ingest import ingest, sample_documents
+from sleuth.tools.sample.contracts import ALLOWED_TABLES, load_postgres
+from sleuth.tools.sql.executor import SqlLimits
+from sleuth.tools.sql.templates import template_tools
+from sleuth.tools.sql.tool import SqlQueryTool, SqlToolConfig, create_pool
+from sleuth.tools.vector.store import QdrantLocation
+from sleuth.tools.vector.tool import VectorSearchTool, VectorToolConfig
+from sleuth.tools.web.searxng import SearxNG
+from sleuth.tools.web.tool import WebSearchTool, WebToolConfig
 
 COLLECTION = "contract-clauses"
 FIXTURE_LABEL = "LOCAL FIXTURE, not the internet"

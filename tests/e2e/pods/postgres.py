@@ -2,7 +2,7 @@
 
 Run as the image's uid 65532 with ``PGDATA`` on an emptyDir: initdb, listen on all addresses
 with scram-sha-256 for remote clients, create the ``contracts`` database holding the sample
-tables (:func:`sleuth.agent.sample.contracts.load_postgres`), apply docs/sql/readonly-role.sql
+tables (:func:`sleuth.tools.sample.contracts.load_postgres`), apply docs/sql/readonly-role.sql
 (mounted at ``/sql/readonly-role.sql``) and give ``sleuth_reader`` the password of
 ``$READER_PASSWORD``. ``/tmp/loaded`` marks the end of loading (the readiness probe); then the
 server runs in the foreground until the pod stops.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import asyncpg
 
-from sleuth.agent.sample.contracts import load_postgres
+from sleuth.tools.sample.contracts import load_postgres
 
 # The wheel's binaries, found without importing pgserver (its import wants a runtime folder).
 _SPEC = importlib.util.find_spec("pgserver")

@@ -14,11 +14,11 @@ replaces them with the whole answer plus a data part ``{"citations": [...]}`` (a
 task cancels the loop (tool calls in flight included).
 
 The same limits as the OpenAI front: the body's size and read time
-(:class:`~sleuth.agent.httpguard.RequestGuard`), the question's (``limits.maxQuestionChars``, the
-prompt against ``model.maxModelLen``: JSON-RPC "invalid params" naming ``message.parts``) and
-admission (at ``maxConcurrentRequests`` a new task is ``rejected`` at once, with a message saying
-to retry). Only ``SendMessage``/``SendStreamingMessage`` take an admission slot; ``GetTask`` and
-``CancelTask`` are always served. Tasks live in memory, per replica.
+(:class:`~sleuth.core.http.request_guard.RequestGuard`), the question's
+(``limits.maxQuestionChars``, the prompt against ``model.maxModelLen``: JSON-RPC "invalid params"
+naming ``message.parts``) and admission (at ``maxConcurrentRequests`` a new task is ``rejected`` at
+once, with a message saying to retry). Only ``SendMessage``/``SendStreamingMessage`` take an
+admission slot; ``GetTask`` and ``CancelTask`` are always served. Tasks live in memory, per replica.
 """
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ from sleuth.agent.access.caller import Caller
 from sleuth.agent.access.tasks import BoundedTaskStore, CallerContextBuilder, CallerUser
 from sleuth.agent.errors import RequestRejected
 from sleuth.agent.events import AnswerText, Finished, Progress, RunListener, follow
-from sleuth.agent.intake import Conversation
 from sleuth.agent.loop import AgentResult
 from sleuth.agent.reqspan import RequestSpan
+from sleuth.agent.request_checks import Conversation
 from sleuth.agent.service import AgentService, Overloaded
 
 A2A_PATH = "/a2a"

@@ -10,10 +10,11 @@
 ``GET  /.well-known/agent-card.json``, ``POST /a2a``   the agent as an A2A agent
                                (:mod:`sleuth.agent.a2a_api`; ``a2a.enabled``)
 
-Every error is JSON ``{"error": {"message", "type", "field"}}`` (:mod:`sleuth.agent.http_errors`),
-unknown routes and methods included. Requests pass :class:`~sleuth.agent.httpguard.RequestGuard`
-(body size and read time; a client that leaves cancels its run) and
-:mod:`sleuth.agent.intake` (strict JSON, question and history limits, the prompt against the
+Every error is JSON ``{"error": {"message", "type", "field"}}``
+(:mod:`sleuth.core.http.error_shapes`), unknown routes and methods included. Requests pass
+:class:`~sleuth.core.http.request_guard.RequestGuard` (body size and read time; a client that
+leaves cancels its run) and
+:mod:`sleuth.agent.request_checks` (strict JSON, question and history limits, the prompt against the
 model's context): 400/415/422 name the field, 413 an oversized body or prompt, 408 a body too
 slow to arrive, 429 (with Retry-After) the ``maxConcurrentRequests`` limit.
 
@@ -41,15 +42,15 @@ from sleuth.agent.access.caller import SCOPE_KEY, Caller, current_caller
 from sleuth.agent.access.control import AccessControl, endpoint_of
 from sleuth.agent.access.middleware import AccessGuard
 from sleuth.agent.errors import RequestRejected
-from sleuth.agent.http_errors import error_body, http_exception, overloaded
-from sleuth.agent.httpguard import HttpLimits, RequestGuard
-from sleuth.agent.intake import Conversation, HistoryMessage, read_json
 from sleuth.agent.metrics import exposition
 from sleuth.agent.openai_api import router as openai_router
+from sleuth.agent.request_checks import Conversation, HistoryMessage, read_json
 from sleuth.agent.service import AgentService, Overloaded
 from sleuth.agent.toolrun import BoundTool
 from sleuth.core.api.access_config import AccessConfig
 from sleuth.core.api.agent_config import AgentConfig
+from sleuth.core.http.error_shapes import error_body, http_exception, overloaded
+from sleuth.core.http.request_guard import HttpLimits, RequestGuard
 from sleuth.core.tracing import Tracing, TracingSettings
 
 log = logging.getLogger("sleuth.agent")

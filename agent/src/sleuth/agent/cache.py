@@ -1,22 +1,18 @@
 """Tool result cache keyed by (tool, canonical arguments), each entry with its own TTL.
 
-Canonical arguments are the JSON text with sorted keys and no insignificant whitespace, so
-``{"b": 1, "a": 2}`` and ``{"a":2,"b":1}`` share an entry. Bounded: the oldest entries go first.
+Arguments are compared in their canonical form (:func:`sleuth.tools.wire.canonical_arguments`),
+so ``{"b": 1, "a": 2}`` and ``{"a":2,"b":1}`` share an entry. Bounded: the oldest entries go first.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from sleuth.agent.tools.base import ToolOutput
-
-
-def canonical_arguments(arguments: dict[str, Any]) -> str:
-    return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+from sleuth.tools.base import ToolOutput
+from sleuth.tools.wire import canonical_arguments
 
 
 class ToolCache:

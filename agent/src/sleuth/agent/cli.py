@@ -10,15 +10,15 @@ import os
 import sys
 from typing import Any
 
+from sleuth.agent.api import create_app
+from sleuth.agent.settings import AgentSettings
+from sleuth.core.errors import ConfigError
+from sleuth.core.http.request_guard import HttpLimits
+from sleuth.core.http.server import serve
+from sleuth.core.tracing import TracingSettings
+
 
 def run(args: argparse.Namespace) -> int:
-    from sleuth.agent.api import create_app
-    from sleuth.agent.httpguard import HttpLimits
-    from sleuth.agent.httpserver import serve
-    from sleuth.agent.settings import AgentSettings
-    from sleuth.core.errors import ConfigError
-    from sleuth.core.tracing import TracingSettings
-
     overrides = {k: v for k, v in {"config": args.config, "port": args.port}.items() if v}
     settings = AgentSettings(**overrides)
     config = settings.load_config()

@@ -1,7 +1,7 @@
 """Errors of the agent service, under :class:`sleuth.core.errors.SleuthError`.
 
 Model-server errors are shared with the evals and live in :mod:`sleuth.core.errors`; tool errors
-in :mod:`sleuth.agent.tools.base`.
+in :mod:`sleuth.tools.base`.
 
 ::
 

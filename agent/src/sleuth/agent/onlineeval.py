@@ -41,6 +41,8 @@ from sleuth.agent.metrics import OnlineEvalMetrics
 from sleuth.agent.trace import Trace
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.spans import ONLINE_SCORE_PREFIX, evaluation_span, record_failure, record_score
+from sleuth.scoring.errors import JudgeError
+from sleuth.scoring.samples import RagSample
 
 if TYPE_CHECKING:
     from sleuth.scoring.judge import JudgeBundle, JudgeConfig
@@ -101,6 +103,7 @@ def trace_parent(trace_id: str | None) -> tuple[str | None, otel.SpanContext | N
 
 def judge_config(config: AgentConfig) -> JudgeConfig:
     """The judge of ``config.online_eval``: its own, or the agent's model server and model."""
+    # optional at run time: ragas (sleuth.scoring.judge, .metrics) loads only when sampling is on
     from sleuth.scoring.judge import LOCAL_EMBEDDINGS, JudgeConfig
 
     online = config.online_eval
@@ -166,6 +169,7 @@ class OnlineEvaluator:
         """
         if not self.enabled or self._workers:
             return
+        # optional at run time: ragas (sleuth.scoring.judge, .metrics) loads only if sampling is on
         from sleuth.scoring.judge import build_judge
         from sleuth.scoring.metrics import Judges
 
@@ -229,6 +233,7 @@ class OnlineEvaluator:
 
     async def _score(self, metric: str, sample: Sample) -> None:
         """Score one metric of one sample; every failure becomes a counted reason."""
+        # optional at run time: ragas (sleuth.scoring.judge, .metrics) loads only if sampling is on
         from sleuth.scoring.metrics import NEEDS_CONTEXTS
 
         if metric in NEEDS_CONTEXTS and not sample.contexts:
@@ -247,9 +252,8 @@ class OnlineEvaluator:
 
     async def _judge(self, metric: str, sample: Sample, span: otel.Span | None) -> float | None:
         """The judge's score, or None with the failure counted (and set on the span)."""
-        from sleuth.scoring.judge import JudgeError
+        # optional at run time: ragas (sleuth.scoring.judge, .metrics) loads only if sampling is on
         from sleuth.scoring.metrics import METRIC_FUNCTIONS
-        from sleuth.scoring.samples import RagSample
 
         assert self._judges is not None
         try:

@@ -32,10 +32,10 @@ from starlette.types import Receive, Scope, Send
 from sleuth.agent.access.caller import Caller, current_caller
 from sleuth.agent.errors import RequestRejected
 from sleuth.agent.events import AnswerText, Finished, Progress, RunListener, follow
-from sleuth.agent.http_errors import error_body, overloaded
-from sleuth.agent.intake import Conversation, HistoryMessage, read_json
 from sleuth.agent.loop import AgentResult
+from sleuth.agent.request_checks import Conversation, HistoryMessage, read_json
 from sleuth.agent.service import AgentService, Overloaded
+from sleuth.core.http.error_shapes import error_body, overloaded
 
 router = APIRouter()
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
-from sleuth.agent.tools.vector.sparse import terms
 from sleuth.core.guided import ToolCalling
 from sleuth.core.llm import ModelTurn, ToolCallRequest
+from sleuth.tools.vector.sparse import terms
 
 ROUTER_NAME: Final = "router (deterministic planner, no LLM)"
 NOT_ENOUGH: Final = "I do not have enough information to answer this from the available sources."

@@ -26,14 +26,14 @@ from sleuth.agent.access.control import AccessControl
 from sleuth.agent.cache import ToolCache
 from sleuth.agent.errors import AgentError
 from sleuth.agent.events import AnswerStream, RunListener
-from sleuth.agent.intake import Conversation, PromptBudget, check_conversation
 from sleuth.agent.loop import Agent, AgentResult, LoopSettings
 from sleuth.agent.metrics import AgentMetrics
 from sleuth.agent.onlineeval import OnlineEvaluator
-from sleuth.agent.registry import bind_tools
 from sleuth.agent.reqspan import RequestSpan
+from sleuth.agent.request_checks import Conversation, PromptBudget, check_conversation
 from sleuth.agent.router import RouterModel
 from sleuth.agent.toolrun import BoundTool, ToolRunner
+from sleuth.agent.toolset import bind_tools
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.guided import DEFAULT_MAX_CALLS
 from sleuth.core.llm import OpenAIChatModel

@@ -5,7 +5,7 @@ whose ``observation`` is the tool message the model reads next. Failures are obs
 form ``{"error": "...", "tool": "..."}``. A failed call (same tool, same canonical arguments) is
 run again at most once per conversation; a third request gets ``retry_refused``. Identical calls
 in flight at once — from any request of this agent — share one execution
-(:class:`~sleuth.agent.singleflight.SingleFlight`), each caller under its own timeout.
+(:class:`~sleuth.core.singleflight.SingleFlight`), each caller under its own timeout.
 
 With tracing on, each call is an ``execute_tool <tool>`` span (:mod:`sleuth.core.spans`): tool
 name, call id, status, cache hit, attempt, the ids of the evidence it returned; the arguments
@@ -26,15 +26,16 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
-from sleuth.agent.cache import ToolCache, canonical_arguments
-from sleuth.agent.singleflight import SingleFlight
-from sleuth.agent.tools.base import Tool, ToolError, ToolMisconfigured, ToolOutput
+from sleuth.agent.cache import ToolCache
 from sleuth.agent.trace import ToolCallRecord, ToolCallStatus
 from sleuth.core import spans
 from sleuth.core.llm import ToolCallRequest
+from sleuth.core.singleflight import SingleFlight
 from sleuth.core.tracing import Tracing
+from sleuth.tools.base import Tool, ToolError, ToolMisconfigured, ToolOutput
+from sleuth.tools.wire import canonical_arguments
 
-log = logging.getLogger("sleuth.agent.tools")
+log = logging.getLogger("sleuth.tools")
 
 MAX_OBSERVATION_CHARS = 16000
 

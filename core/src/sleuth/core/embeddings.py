@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import httpx
@@ -40,8 +41,8 @@ class LocalEmbedder:
     """all-MiniLM-L6-v2 in this process (numpy); encoding runs in a worker thread."""
 
     def __init__(self, model_dir: str | None = None) -> None:
-        from pathlib import Path
-
+        # Lazy on purpose: numpy, tokenizers and threadpoolctl load only for the local model;
+        # an endpoint's embedder, and `sleuth --help` through the demo, never pay for them.
         from sleuth.core.minilm import MODEL_NAME, MiniLM
 
         self._model = MiniLM(Path(model_dir) if model_dir else None)

@@ -22,7 +22,7 @@ whether trying again may help is said one way everywhere: the ``retryable`` attr
     ├── NotHealthy (RuntimeError)   a local child process never answered (sleuth.core.process)
     ├── SqlRejected                 the SQL guard refused a query (sleuth.core.sql.guard)
     ├── AgentError                  sleuth.agent.errors
-    ├── ToolError                   sleuth.agent.tools.base
+    ├── ToolError                   sleuth.tools.base
     ├── OperatorError               sleuth.operator.errors
     ├── JudgeError                  sleuth.scoring.errors
     └── EvalError                   sleuth.evals.errors

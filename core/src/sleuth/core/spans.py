@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from opentelemetry.trace import (
@@ -38,8 +38,7 @@ from opentelemetry.trace import (
     set_span_in_context,
 )
 
-if TYPE_CHECKING:
-    from sleuth.core.tracing import Tracing
+from sleuth.core.tracing import Tracing
 
 # -- GenAI semantic conventions -------------------------------------------------------------------
 OPERATION = "gen_ai.operation.name"
@@ -77,6 +76,8 @@ TOOL_SHARED = "sleuth.tool.shared"
 TOOL_TRANSPORT = "sleuth.tool.transport"
 TOOL_OUTCOME = "sleuth.tool.outcome"
 SQL_GUARD_VERDICT = "sleuth.sql.guard_verdict"
+SQL_GUARD_RULE = "sleuth.sql.guard_rule"
+"""The stable code of the SQL guard rule that refused a query (``sleuth.core.sql.guard.RULES``)."""
 SQL_DURATION_MS = "sleuth.sql.duration_ms"
 SQL_ROWS = "sleuth.sql.rows"
 SQL_TRUNCATED = "sleuth.sql.truncated"

@@ -6,8 +6,12 @@
 - :mod:`sleuth.evals.golden` — corpus loading, the builder, human review, the frozen manifest.
 - :mod:`sleuth.evals.report` — JSON results and the gate, Prometheus exposition, HTML, merging.
 - :mod:`sleuth.evals.traces` — the one reader of the agent's trace format.
-- :mod:`sleuth.evals.cli` — the parsers of ``sleuth eval tsa|ragas|build-golden|report``;
-  :mod:`sleuth.evals.runs` — what those subcommands do.
+- :mod:`sleuth.evals.retrieval` — a vector_search binding's retrieval, scored without a judge.
+- :mod:`sleuth.evals.cli` — the parsers of ``sleuth eval ...`` and the typed options built from
+  them; :mod:`sleuth.evals.commands` — what each command does with its options.
+
+Floors inside: the commands above everything; ``retrieval`` above ``report``, which reads the
+run records of ``tsa`` and ``rag`` (tests/evals/test_eval_layers.py).
 
 Shipped data: :mod:`sleuth.evals.data` (TSA cases, the seed's worked example, a golden set).
 """

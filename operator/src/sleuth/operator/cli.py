@@ -1,143 +1,22 @@
-"""``sleuth operator``: run the kopf operator (on a host with a kubeconfig, or in a cluster).
+"""``sleuth operator``'s flags. The command's body is :mod:`sleuth.operator.main`.
 
-This is the operator's one edge: the arguments (and, for the images and the runbook links, the
-environment variables the chart sets) become one :class:`~sleuth.operator.runtime.LoopSettings`,
-from which one :class:`~sleuth.operator.runtime.Runtime` is built and handed to kopf as ``memo``.
-Nothing below reads ``os.environ`` for configuration.
+Every ``sleuth`` command's module is imported to build ``sleuth --help``; this one holds the
+flags only, so that listing the commands does not import kopf, the Kubernetes client and the
+handlers (whose import registers them with kopf).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
-import logging
-import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # imported when the operator runs, not on every `sleuth` command
-    from sleuth.operator.render.meta import RenderSettings
-    from sleuth.operator.runtime import LoopSettings
-
-
-def settings_from_env(
-    environ: Mapping[str, str] = os.environ, placement: str = ""
-) -> RenderSettings:
-    """Images from ``SLEUTH_IMAGE`` (sleuth) and ``SLEUTH_MODEL_IMAGE`` (vLLM), the runbook links
-    of the rendered alerts from ``SLEUTH_RUNBOOK_BASE_URL``, when set; ``placement`` as
-    :func:`workload_placement` reads it."""
-    from sleuth.operator.render.meta import RenderSettings
-
-    defaults = RenderSettings()
-    return dataclasses.replace(
-        defaults,
-        sleuth_image=environ.get("SLEUTH_IMAGE") or defaults.sleuth_image,
-        model_image=environ.get("SLEUTH_MODEL_IMAGE") or defaults.model_image,
-        runbook_base_url=environ.get("SLEUTH_RUNBOOK_BASE_URL") or defaults.runbook_base_url,
-        **workload_placement(placement),
-    )
-
-
-def workload_placement(text: str) -> dict[str, Any]:
-    """``--workload-placement`` JSON (``{"nodeSelector": {...}, "tolerations": [...]}``) as
-    RenderSettings fields; empty text: none."""
-    if not text:
-        return {}
-    placement = json.loads(text)
-    return {
-        "workload_node_selector": {
-            str(k): str(v) for k, v in placement.get("nodeSelector", {}).items()
-        },
-        "workload_tolerations": list(placement.get("tolerations", [])),
-    }
-
-
-def loop_settings(
-    args: argparse.Namespace, environ: Mapping[str, str] = os.environ
-) -> LoopSettings:
-    """The runtime's settings from the parsed arguments (flags win over the environment)."""
-    from sleuth.operator.runtime import LoopSettings
-    from sleuth.operator.workqueue import Backoff
-
-    env = dict(environ)
-    if args.image:
-        env["SLEUTH_IMAGE"] = args.image
-    if args.model_image:
-        env["SLEUTH_MODEL_IMAGE"] = args.model_image
-    try:
-        render = settings_from_env(env, args.workload_placement or "")
-    except (ValueError, AttributeError, TypeError) as err:
-        raise SystemExit(f"sleuth operator: --workload-placement: not valid JSON: {err}") from None
-    if args.workers < 1:
-        raise SystemExit("sleuth operator: --workers: must be at least 1")
-    from sleuth.operator.render.tracing import TracingDefaults
-
-    try:
-        tracing = TracingDefaults(
-            args.tracing_endpoint, args.tracing_sampling_ratio, args.tracing_capture_content
-        )
-    except ValueError as err:
-        raise SystemExit(f"sleuth operator: --tracing-*: {err}") from None
-    render = dataclasses.replace(render, tracing=tracing)
-    return LoopSettings(
-        kubeconfig=args.kubeconfig or None,
-        namespaces=tuple(args.namespace or ()),
-        resync_seconds=args.resync_seconds,
-        workers=args.workers,
-        shutdown_seconds=args.shutdown_seconds,
-        backoff=Backoff(base=args.backoff_base_seconds, cap=args.backoff_max_seconds),
-        render=render,
-    )
+from typing import Any
 
 
 def _run(args: argparse.Namespace) -> int:
-    import kopf
-    from kopf._core.engines.peering import Identity  # a NewType of str, not re-exported
+    # Deferred on purpose: the body imports kopf, the Kubernetes client and the handlers, which
+    # `sleuth --help` and the other commands must not load (see the module docstring).
+    from sleuth.operator.main import run
 
-    import sleuth.operator.handlers  # noqa: F401  (registers the handlers)
-    from sleuth.operator.issuer import discover_issuer
-    from sleuth.operator.leader import default_identity, lead
-    from sleuth.operator.runtime import Runtime
-
-    runtime = Runtime.build(loop_settings(args))
-    render = runtime.ctx.settings
-    issuer = args.service_account_issuer or discover_issuer(
-        runtime.ctx.kube, render.service_account_issuer
-    )
-    runtime.ctx.settings = dataclasses.replace(render, service_account_issuer=issuer)
-    logging.getLogger("sleuth.operator").info("agents accept ServiceAccount tokens of %s", issuer)
-    if args.metrics_port:
-        from sleuth.operator.metrics import serve
-
-        serve(args.metrics_port)
-    kopf.configure(verbose=args.verbose)
-    if not args.verbose:  # kopf logs a line per watch event (17,000 children at 1,000 agents)
-        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
-    # kopf's own default identity asks getpass.getuser(), which raises KeyError for a uid without
-    # a passwd entry (the image's 65532 in a pod with no USER/LOGNAME): name ourselves instead.
-    identity = default_identity(os.environ.get("POD_NAME"))
-    if args.leader_election_lease:
-        lead(
-            args.leader_election_lease,
-            args.leader_election_namespace or os.environ.get("POD_NAMESPACE"),
-            args.liveness,
-            args.kubeconfig,
-        )
-    namespaces = list(runtime.settings.namespaces)
-    if namespaces:
-        from sleuth.operator.scope import restrict_to_namespaces
-
-        restrict_to_namespaces()
-    kopf.run(
-        identity=Identity(identity),
-        standalone=True,
-        clusterwide=not namespaces,
-        namespaces=namespaces,
-        liveness_endpoint=args.liveness or None,
-        memo=kopf.Memo(runtime=runtime),
-    )
-    return 0
+    return run(args)
 
 
 def register(subparsers: Any) -> None:
@@ -237,7 +116,6 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--service-account-issuer",
-        default=os.environ.get("SLEUTH_SERVICE_ACCOUNT_ISSUER"),
         help="the cluster's ServiceAccount token issuer, whose tokens agents accept (default: "
         "read from the API server's /.well-known/openid-configuration at start)",
     )

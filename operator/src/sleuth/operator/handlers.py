@@ -1,14 +1,14 @@
 """kopf handlers, kept thin: each records what its watch saw and enqueues keys; nothing here
 reconciles.
 
-The state they share is one :class:`~sleuth.operator.runtime.Runtime`, built by the CLI and handed
-to kopf as the operator's ``memo`` (``memo.runtime``): its work queue, its workers (started at
-start-up, drained at clean-up) and its watch cache. Watch events — ADDED/MODIFIED, the initial
-listing when the operator starts (create, update and resume alike), DELETED — of the three kinds
-and of every kind of child the operator makes (Deployments, Services, ConfigMaps,
-NetworkPolicies, PodDisruptionBudgets, CronJobs, ServiceAccounts, Roles, RoleBindings and, where
-its CRD is served, PrometheusRules) enqueue the keys they concern, so a deleted or edited child is
-put back at its next event and readiness is reported as soon as pods become ready.
+The state they share is one :class:`~sleuth.operator.controller.Controller`, built by the CLI and
+handed to kopf as the operator's ``memo`` (``memo.controller``): its loop's work queue, workers
+(started at start-up, drained at clean-up) and watch cache. Watch events — ADDED/MODIFIED, the
+initial listing when the operator starts (create, update and resume alike), DELETED — of the three
+kinds and of every kind of child the operator makes (Deployments, Services, ConfigMaps,
+NetworkPolicies, PodDisruptionBudgets, CronJobs, ServiceAccounts, Roles, RoleBindings and, where its
+CRD is served, PrometheusRules) enqueue the keys they concern, so a deleted or edited child is put
+back at its next event and readiness is reported as soon as pods become ready.
 
 No kopf timers or daemons: kopf guards objects that have them with a finalizer, which would leave
 AgentDeployments undeletable whenever the operator is not running. Without them, kopf adds no
@@ -29,8 +29,8 @@ import kopf
 
 from sleuth.core.api.v1alpha1.common import GROUP, VERSION
 from sleuth.core.kube import AGENT_DEPLOYMENT, EVAL_SCHEDULE, TOOL_BINDING
-from sleuth.operator.login import connection_info
-from sleuth.operator.runtime import CHILD_RESOURCES, MANAGED, Runtime
+from sleuth.operator.controller import CHILD_RESOURCES, MANAGED, Controller
+from sleuth.operator.loop.login import connection_info
 
 log = logging.getLogger("sleuth.operator")
 
@@ -56,15 +56,15 @@ class NoDiffBase(kopf.DiffBaseStorage):
         return None
 
 
-def runtime_of(memo: Any) -> Runtime:
-    runtime: Runtime = memo.runtime
-    return runtime
+def controller_of(memo: Any) -> Controller:
+    controller: Controller = memo.controller
+    return controller
 
 
 @kopf.on.login()
 def login(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> kopf.ConnectionInfo:
     """kopf watches with the credentials the reconcilers write with."""
-    api = runtime_of(memo).ctx.kube.api
+    api = controller_of(memo).loop.kube.api
     return connection_info(api.configuration, settings.networking.trust_env)
 
 
@@ -81,13 +81,13 @@ async def configure(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> Non
     # of every watched kind at once, the operator's peak memory.
     settings.queueing.idle_timeout = IDLE_WORKER_SECONDS
     settings.persistence.diffbase_storage = NoDiffBase()
-    await asyncio.to_thread(runtime_of(memo).start)
+    await asyncio.to_thread(controller_of(memo).start)
 
 
 @kopf.on.cleanup()
 async def drain(memo: Any, **_: Any) -> None:
     """Take no more work; let the reconciles in flight finish (bounded)."""
-    await asyncio.to_thread(runtime_of(memo).stop)
+    await asyncio.to_thread(controller_of(memo).stop)
 
 
 @kopf.on.event(GROUP, VERSION, AGENT_DEPLOYMENT.plural)
@@ -95,7 +95,7 @@ async def agent_event(
     type: str | None, namespace: str | None, name: str, event: Any, memo: Any, **_: Any
 ) -> None:
     assert namespace is not None, "sleuth kinds are namespaced"
-    runtime_of(memo).agent_seen(namespace, name, deleted=type == "DELETED", body=event["object"])
+    controller_of(memo).agent_seen(namespace, name, deleted=type == "DELETED", body=event["object"])
 
 
 @kopf.on.event(GROUP, VERSION, TOOL_BINDING.plural)
@@ -104,7 +104,7 @@ async def binding_event(
 ) -> None:
     assert namespace is not None, "sleuth kinds are namespaced"
     body = event["object"]
-    runtime_of(memo).binding_seen(
+    controller_of(memo).binding_seen(
         namespace, name, agent_of(body), deleted=type == "DELETED", body=body
     )
 
@@ -122,14 +122,14 @@ async def eval_event(
     a deleted schedule are forgotten after the last ones are exported.
     """
     assert namespace is not None, "sleuth kinds are namespaced"
-    runtime = runtime_of(memo)
+    controller = controller_of(memo)
     deleted = type == "DELETED"
     if deleted:
-        runtime.evals.forget(namespace, name, body.get("metadata", {}).get("uid"))
+        controller.evals.forget(namespace, name, body.get("metadata", {}).get("uid"))
     else:
-        runtime.evals.observe(body)
+        controller.evals.observe(body)
     spec_seen = type == "MODIFIED" and status_only(body)
-    runtime.schedule_seen(namespace, name, agent_of(body), deleted=deleted, spec_seen=spec_seen)
+    controller.schedule_seen(namespace, name, agent_of(body), deleted=deleted, spec_seen=spec_seen)
 
 
 def agent_of(body: kopf.Body | dict[str, Any]) -> str | None:
@@ -147,7 +147,7 @@ def status_only(body: kopf.Body | dict[str, Any]) -> bool:
 
 async def child_event(type: str | None, event: Any, memo: Any, **_: Any) -> None:
     """A managed child changed or vanished: converge its owner (and the owner's agent)."""
-    runtime_of(memo).child_seen(event["object"], deleted=type == "DELETED")
+    controller_of(memo).child_seen(event["object"], deleted=type == "DELETED")
 
 
 for _child in CHILD_RESOURCES:
@@ -165,9 +165,9 @@ __all__ = [
     "binding_event",
     "child_event",
     "configure",
+    "controller_of",
     "drain",
     "eval_event",
     "login",
-    "runtime_of",
     "status_only",
 ]

@@ -35,6 +35,7 @@ from sleuth.operator.accesscheck import check_key_secrets
 from sleuth.operator.bindings import bindings_for
 from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
 from sleuth.operator.errors import FirstRolloutHeld, InvalidSpec
+from sleuth.operator.loop.rollout import PROGRESS_DEADLINE_EXCEEDED, Rollout, rollout
 from sleuth.operator.reconcile_common import (
     Context,
     SecretCheck,
@@ -56,14 +57,7 @@ from sleuth.operator.render.agent import (
 from sleuth.operator.render.meta import Owner
 from sleuth.operator.render.model import model_endpoint, model_name, render_model
 from sleuth.operator.render.tool import tool_endpoint, tool_service_name
-from sleuth.operator.status import (
-    PROGRESS_DEADLINE_EXCEEDED,
-    Cond,
-    Rollout,
-    invalid_conditions,
-    progressing_condition,
-    rollout,
-)
+from sleuth.operator.status import Cond, invalid_conditions, progressing_condition
 
 STATUS_KEYS = (
     "model",

@@ -16,6 +16,7 @@ from sleuth.core.api.v1alpha1.common import API_VERSION, SecretKeyRef
 from sleuth.core.errors import KubeRejected, SleuthError
 from sleuth.core.kube import DEPLOYMENT, POD, SECRET, Kube, Resource
 from sleuth.operator.errors import InvalidSpec
+from sleuth.operator.loop.rollout import Rollout, rollout
 from sleuth.operator.render.meta import (
     MANAGED_BY,
     Component,
@@ -25,11 +26,9 @@ from sleuth.operator.render.meta import (
 )
 from sleuth.operator.status import (
     Cond,
-    Rollout,
     healthy,
     newsworthy,
     now_rfc3339,
-    rollout,
     settle,
     status_patch,
     unschedulable,

@@ -18,6 +18,7 @@ from sleuth.core.kube import (
 from sleuth.operator.bindings import bindings_for, parse_binding
 from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
 from sleuth.operator.errors import InvalidSpec
+from sleuth.operator.loop.rollout import PROGRESS_DEADLINE_EXCEEDED
 from sleuth.operator.reconcile_common import (
     Context,
     check_secrets,
@@ -28,12 +29,7 @@ from sleuth.operator.reconcile_common import (
     write_status,
 )
 from sleuth.operator.render.tool import SECRET_ENV, render_tool, secret_refs, tool_endpoint
-from sleuth.operator.status import (
-    PROGRESS_DEADLINE_EXCEEDED,
-    Cond,
-    invalid_conditions,
-    progressing_condition,
-)
+from sleuth.operator.status import Cond, invalid_conditions, progressing_condition
 
 STATUS_KEYS = ("toolName", "endpoint")
 CHILDREN = [DEPLOYMENT, SERVICE, CONFIG_MAP, NETWORK_POLICY]

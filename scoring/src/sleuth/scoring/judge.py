@@ -42,6 +42,7 @@ from sleuth.core.errors import ModelError
 from sleuth.core.llm import ModelTurn, OpenAIChatModel
 from sleuth.scoring.direct import DirectEmbeddings, DirectJudge
 from sleuth.scoring.errors import JudgeError
+from sleuth.scoring.local_embeddings import local_embeddings
 
 __all__ = ["JudgeBundle", "JudgeConfig", "JudgeError", "build_judge"]
 
@@ -348,8 +349,6 @@ def build_judge(cfg: JudgeConfig) -> JudgeBundle:
     emb_key = cfg.embeddings_api_key or cfg.api_key
     emb: BaseRagasEmbedding
     if emb_url == LOCAL_EMBEDDINGS:
-        from sleuth.scoring.local_embeddings import local_embeddings
-
         clients, limits = [http_chat], [limit_chat]
         emb = local_embeddings()
     elif emb_url == cfg.base_url:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ragas.embeddings.base import BaseRagasEmbedding
 
-from sleuth.core.embeddings import Embedder
+from sleuth.core.embeddings import Embedder, LocalEmbedder
 
 
 class AgentEmbeddings(BaseRagasEmbedding):
@@ -31,6 +31,4 @@ class AgentEmbeddings(BaseRagasEmbedding):
 
 
 def local_embeddings(model_dir: str | None = None) -> AgentEmbeddings:
-    from sleuth.core.embeddings import LocalEmbedder
-
     return AgentEmbeddings(LocalEmbedder(model_dir))

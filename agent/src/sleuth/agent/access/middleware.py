@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sleuth.agent.access.caller import SCOPE_KEY
 from sleuth.agent.access.identity import Authenticator
-from sleuth.agent.http_errors import send_error
+from sleuth.core.http.error_shapes import send_error
 
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/.well-known/agent-card.json"})
 REALM = "sleuth-agent"

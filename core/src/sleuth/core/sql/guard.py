@@ -16,12 +16,17 @@ allowed) when:
 - the text has none of the lexical forms where sqlglot and PostgreSQL could read the same bytes
   differently (dollar-quoted strings, ``U&`` escapes, NUL bytes).
 
+Every refusal is a :class:`SqlRejected` carrying ``rule``, a stable code from :data:`RULES`
+(``table_not_allowed``, ``function_denied``, ...), so a trace, a log line or an audit record says
+which rule fired, and ``reason``, the same in words for the model (docs/tools.md lists the codes).
+
 The guard is the first layer; the executor adds a READ ONLY transaction, a statement timeout and
 a row cap, and the role it connects as can only SELECT (docs/sql/readonly-role.sql).
 
 It is a pure function on the lowest floor: the sql_query tool runs it on the model's SQL
-(:mod:`sleuth.agent.tools.sql.guard` turns a refusal into an observation for the model), and the
-operator runs it on a ToolBinding's templates before it deploys them.
+(:mod:`sleuth.tools.sql.tool` returns a refusal to the model as an argument error naming the
+rule), the operator on a ToolBinding's templates before it deploys them, and ``sleuth sql check``
+in CI.
 """
 
 from __future__ import annotations
@@ -101,12 +106,60 @@ _FORBIDDEN_TOKENS = {
 }
 _UNICODE_ESCAPE = re.compile(r"u&\s*['\"]", re.IGNORECASE)
 
+# The rules, by their stable code: what a refusal's ``rule`` says (docs/tools.md has the table).
+EMPTY = "empty"
+TOO_LONG = "too_long"
+NUL_BYTE = "nul_byte"
+LEXICAL_FORM = "lexical_form"
+PARSE_ERROR = "parse_error"
+ONE_STATEMENT = "one_statement"
+NOT_SELECT = "not_select"
+NOT_READ_ONLY = "not_read_only"
+LOCKING_CLAUSE = "locking_clause"
+FUNCTION_QUALIFIED = "function_qualified"
+FUNCTION_DENIED = "function_denied"
+FUNCTION_NOT_ALLOWED = "function_not_allowed"
+TABLE_FUNCTION = "table_function"
+FROM_ITEM = "from_item"
+THREE_PART_NAME = "three_part_name"
+TABLE_NOT_ALLOWED = "table_not_allowed"
+PLACEHOLDER_STYLE = "placeholder_style"
+PLACEHOLDER_GAP = "placeholder_gap"
+PARAM_COUNT = "param_count"
+
+RULES: dict[str, str] = {
+    EMPTY: "the query is empty or blank",
+    TOO_LONG: "the query is longer than the policy's maximum (20,000 characters)",
+    NUL_BYTE: "the query contains a NUL byte",
+    LEXICAL_FORM: "a form the parser and PostgreSQL could read differently: U& escapes, "
+    "dollar-quoted strings",
+    PARSE_ERROR: "the query does not parse as PostgreSQL",
+    ONE_STATEMENT: "more (or fewer) than one statement",
+    NOT_SELECT: "the statement is not a SELECT or a set operation of SELECTs",
+    NOT_READ_ONLY: "a node that writes, locks or changes the session (DML, DDL, COPY, SET, "
+    "SELECT INTO, utility commands), anywhere in the tree",
+    LOCKING_CLAUSE: "FOR UPDATE / FOR SHARE",
+    FUNCTION_QUALIFIED: "a schema-qualified function call",
+    FUNCTION_DENIED: "a function on the denylist (pg_*, lo_*, dblink*, set_config, ...)",
+    FUNCTION_NOT_ALLOWED: "a function the parser does not model and that is not on the short "
+    "list of harmless ones",
+    TABLE_FUNCTION: "a table function other than generate_series and unnest",
+    FROM_ITEM: "a FROM item that is neither a table nor an allowed table function",
+    THREE_PART_NAME: "a three-part table name (catalog.schema.table)",
+    TABLE_NOT_ALLOWED: "a table (catalogs included) that is not on the allowlist",
+    PLACEHOLDER_STYLE: "a placeholder other than $1, $2, ... (?, %s, :name, $0)",
+    PLACEHOLDER_GAP: "placeholders that skip a number ($1 and $3 without $2)",
+    PARAM_COUNT: "a number of params that differs from the number of placeholders",
+}
+
 
 class SqlRejected(SleuthError):
-    """The guard refused the query; ``reason`` says which rule, in words for the model."""
+    """The guard refused the query: ``rule`` is the stable code of the rule that fired (a key of
+    :data:`RULES`), ``reason`` says the same in words for the model."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"query refused: {reason}")
+    def __init__(self, rule: str, reason: str) -> None:
+        super().__init__(f"query refused ({rule}): {reason}")
+        self.rule = rule
         self.reason = reason
 
 
@@ -148,13 +201,13 @@ def check_sql(
 ) -> CheckedQuery:
     """Accept ``sql`` or raise :class:`SqlRejected`. ``params`` None skips the count check."""
     if not isinstance(sql, str) or not sql.strip():
-        raise SqlRejected("the query is empty")
+        raise SqlRejected(EMPTY, "the query is empty")
     if len(sql) > policy.max_chars:
-        raise SqlRejected(f"the query is longer than {policy.max_chars} characters")
+        raise SqlRejected(TOO_LONG, f"the query is longer than {policy.max_chars} characters")
     if "\x00" in sql:
-        raise SqlRejected("the query contains a NUL byte")
+        raise SqlRejected(NUL_BYTE, "the query contains a NUL byte")
     if _UNICODE_ESCAPE.search(sql):
-        raise SqlRejected("U& unicode escapes are not allowed")
+        raise SqlRejected(LEXICAL_FORM, "U& unicode escapes are not allowed")
     root = _parse_one(sql)
     tables = _check_tree(root, policy)
     count = _check_placeholders(root, params)
@@ -171,16 +224,20 @@ def _parse_one(sql: str) -> exp.Expression:
         raise
     except SqlglotError as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise SqlRejected(f"the query does not parse as PostgreSQL: {first}") from None
+        raise SqlRejected(PARSE_ERROR, f"the query does not parse as PostgreSQL: {first}") from None
     except Exception as err:  # the compiled parser (sqlglotc) may fail with other errors
-        raise SqlRejected(f"the query does not parse as PostgreSQL: {type(err).__name__}") from None
+        raise SqlRejected(
+            PARSE_ERROR, f"the query does not parse as PostgreSQL: {type(err).__name__}"
+        ) from None
     if len(statements) != 1:
-        raise SqlRejected(f"exactly one statement is allowed, found {len(statements)}")
+        raise SqlRejected(
+            ONE_STATEMENT, f"exactly one statement is allowed, found {len(statements)}"
+        )
     root = cast(exp.Expression, statements[0])
     while isinstance(root, exp.Subquery) and not root.args.get("alias"):
         root = root.this
     if not isinstance(root, exp.Select | exp.SetOperation):
-        raise SqlRejected(f"only SELECT is allowed, found {_kind(root)}")
+        raise SqlRejected(NOT_SELECT, f"only SELECT is allowed, found {_kind(root)}")
     return root
 
 
@@ -188,7 +245,7 @@ def _check_tokens(tokens: list[Token]) -> None:
     for token in tokens:
         reason = _FORBIDDEN_TOKENS.get(token.token_type)
         if reason is not None:
-            raise SqlRejected(reason)
+            raise SqlRejected(LEXICAL_FORM, reason)
 
 
 def _kind(node: exp.Expression) -> str:
@@ -201,7 +258,9 @@ def _check_tree(root: exp.Expression, policy: GuardPolicy) -> set[str]:
     tables: set[str] = set()
     for node in root.walk():
         if isinstance(node, _FORBIDDEN_NODES):
-            raise SqlRejected(f"{_kind(node)} is not allowed; only a read-only SELECT")
+            raise SqlRejected(
+                NOT_READ_ONLY, f"{_kind(node)} is not allowed; only a read-only SELECT"
+            )
         if isinstance(node, exp.Func):
             _check_function(node, policy)
         elif isinstance(node, exp.Table):
@@ -209,7 +268,9 @@ def _check_tree(root: exp.Expression, policy: GuardPolicy) -> set[str]:
             if name:
                 tables.add(name)
         elif isinstance(node, exp.Select) and node.args.get("locks"):
-            raise SqlRejected("locking clauses (FOR UPDATE / FOR SHARE) are not allowed")
+            raise SqlRejected(
+                LOCKING_CLAUSE, "locking clauses (FOR UPDATE / FOR SHARE) are not allowed"
+            )
     return tables
 
 
@@ -222,16 +283,20 @@ def _function_name(node: exp.Func) -> str:
 def _check_function(node: exp.Func, policy: GuardPolicy) -> None:
     name = _function_name(node)
     if isinstance(node.parent, exp.Dot) and node.parent.expression is node:
-        raise SqlRejected(f"schema-qualified function calls are not allowed ({name})")
+        raise SqlRejected(
+            FUNCTION_QUALIFIED, f"schema-qualified function calls are not allowed ({name})"
+        )
     if name in DENIED_FUNCTIONS or name.startswith(DENIED_FUNCTION_PREFIXES):
-        raise SqlRejected(f"function {name}() is not allowed")
+        raise SqlRejected(FUNCTION_DENIED, f"function {name}() is not allowed")
     if (
         isinstance(node, exp.Anonymous)
         and name not in SAFE_UNMODELLED_FUNCTIONS
         and name not in SAFE_TABLE_FUNCTIONS
         and name not in policy.extra_functions
     ):
-        raise SqlRejected(f"function {name}() is not on the list of allowed functions")
+        raise SqlRejected(
+            FUNCTION_NOT_ALLOWED, f"function {name}() is not on the list of allowed functions"
+        )
 
 
 def _ident(node: exp.Expression | None) -> str:
@@ -246,13 +311,14 @@ def _check_table(node: exp.Table, policy: GuardPolicy) -> str:
     if isinstance(target, exp.Func):
         name = _function_name(target)
         if name not in SAFE_TABLE_FUNCTIONS:
-            raise SqlRejected(f"table function {name}() is not allowed")
+            raise SqlRejected(TABLE_FUNCTION, f"table function {name}() is not allowed")
         return ""
     if not isinstance(target, exp.Identifier):
-        raise SqlRejected("this FROM item is not allowed; name a table")
+        raise SqlRejected(FROM_ITEM, "this FROM item is not allowed; name a table")
     if node.args.get("catalog") is not None:
         raise SqlRejected(
-            f"three-part table names are not allowed ({node.sql(dialect='postgres')})"
+            THREE_PART_NAME,
+            f"three-part table names are not allowed ({node.sql(dialect='postgres')})",
         )
     name = _ident(target)
     schema = _ident(node.args.get("db"))
@@ -261,7 +327,9 @@ def _check_table(node: exp.Table, policy: GuardPolicy) -> str:
     if not policy.allows(schema, name):
         shown = f"{schema}.{name}" if schema else name
         allowed = ", ".join(sorted(policy.allowed_tables)) or "none"
-        raise SqlRejected(f"table {shown!r} is not allowlisted (allowed: {allowed})")
+        raise SqlRejected(
+            TABLE_NOT_ALLOWED, f"table {shown!r} is not allowlisted (allowed: {allowed})"
+        )
     return f"{schema}.{name}" if schema else name
 
 
@@ -293,22 +361,34 @@ def _check_placeholders(root: exp.Expression, params: Sequence[object] | None) -
     numbers: set[int] = set()
     for node in root.walk():
         if isinstance(node, exp.Placeholder):
-            raise SqlRejected("only $1, $2, ... placeholders are allowed")
+            raise SqlRejected(PLACEHOLDER_STYLE, "only $1, $2, ... placeholders are allowed")
         if isinstance(node, exp.Parameter):
             value = node.this
             if not (isinstance(value, exp.Literal) and not value.is_string):
-                raise SqlRejected("only $1, $2, ... placeholders are allowed")
+                raise SqlRejected(PLACEHOLDER_STYLE, "only $1, $2, ... placeholders are allowed")
             text = str(value.this)
             if not text.isdigit() or int(text) < 1:
-                raise SqlRejected(f"invalid placeholder ${text}")
+                raise SqlRejected(PLACEHOLDER_STYLE, f"invalid placeholder ${text}")
             numbers.add(int(text))
     count = max(numbers, default=0)
     if numbers != set(range(1, count + 1)):
         missing = sorted(set(range(1, count + 1)) - numbers)
-        raise SqlRejected(f"placeholders must be $1..${count} without gaps (missing ${missing[0]})")
+        raise SqlRejected(
+            PLACEHOLDER_GAP,
+            f"placeholders must be $1..${count} without gaps (missing ${missing[0]})",
+        )
     if params is not None and len(params) != count:
-        raise SqlRejected(f"the query has {count} placeholder(s) but {len(params)} param(s) given")
+        raise SqlRejected(
+            PARAM_COUNT, f"the query has {count} placeholder(s) but {len(params)} param(s) given"
+        )
     return count
 
 
-__all__ = ["MAX_SQL_CHARS", "CheckedQuery", "GuardPolicy", "SqlRejected", "check_sql"]
+__all__ = [
+    "MAX_SQL_CHARS",
+    "RULES",
+    "CheckedQuery",
+    "GuardPolicy",
+    "SqlRejected",
+    "check_sql",
+]

@@ -9,7 +9,7 @@ One JSONL line per case (see docs/evals.md)::
 ``reference_context_ids`` name chunks (``document#index``) or whole documents (an id without
 ``#``). ``reference_evidence`` (optional) names the evidence as text inside a document: a
 retrieved passage is relevant when it comes from that document and contains that text, whatever
-the chunking — what a comparison of chunk sizes needs (:mod:`sleuth.evals.retrieval.metrics`).
+the chunking — what a comparison of chunk sizes needs (:mod:`sleuth.scoring.retrieval`).
 """
 
 from __future__ import annotations
@@ -55,6 +55,6 @@ def load_golden(path: Path | str, split: str | None = None) -> list[GoldenCase]:
 
 def shipped_golden_path() -> Path:
     """A small hand-written golden set over the sample contracts corpus
-    (:mod:`sleuth.agent.sample`),
+    (:mod:`sleuth.tools.sample`),
     frozen with its manifest (evals/data/golden_contracts.jsonl)."""
     return Path(__file__).resolve().parent.parent / "data" / "golden_contracts.jsonl"

@@ -90,7 +90,7 @@ def load_chunks_jsonl(path: Path | str) -> list[Chunk]:
 
 
 def _chunk_from_payload(point_id: Any, payload: dict[str, Any], text_key: str) -> Chunk | None:
-    """A chunk from a point written by ``sleuth ingest`` (see sleuth.agent.tools.vector.store):
+    """A chunk from a point written by ``sleuth ingest`` (see sleuth.tools.vector.store):
     ``document_id``, ``chunk_index``, ``source``, ``title``, ``text``, ``metadata``."""
     text = str(payload.get(text_key) or "")
     if not text:

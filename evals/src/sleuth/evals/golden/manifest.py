@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.evals.errors import ManifestError, SplitGuardError
-from sleuth.evals.golden.cases import GoldenCase
+from sleuth.evals.golden.cases import GoldenCase, load_golden
 from sleuth.evals.splits import content_hash
 
 
@@ -83,8 +83,6 @@ def verify(cases: Sequence[GoldenCase], dataset: Path | str) -> dict[str, Any]:
 
 def check_rows_against_golden(rows: Sequence[tuple[str, str]], golden: Path | str) -> None:
     """Verify ``golden`` against its manifest, then each (row id, split) against ``golden``."""
-    from sleuth.evals.golden.cases import load_golden
-
     cases = load_golden(golden)
     verify(cases, golden)
     splits = {c.id: c.split for c in cases}

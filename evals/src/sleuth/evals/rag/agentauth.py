@@ -2,14 +2,14 @@
 
 In a cluster the EvalSchedule's Job has a projected ServiceAccount token whose audience is the
 agent (``--agent-token-file``; the kubelet rotates the file, so it is read for each question).
-Outside one, an API key in ``SLEUTH_AGENT_API_KEY`` (the agent's ``access`` names its Secret).
+Outside one, an API key (``--agent-api-key``, default ``$SLEUTH_AGENT_API_KEY``; the agent's
+``access`` names its Secret).
 The credential goes only into the ``Authorization`` header: never into a log, a record or an
 error.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,10 +22,6 @@ API_KEY_ENV = "SLEUTH_AGENT_API_KEY"
 class AgentCredential:
     token_file: Path | None = None
     api_key: str | None = None
-
-    @classmethod
-    def from_args(cls, token_file: Path | None) -> AgentCredential:
-        return cls(token_file, os.environ.get(API_KEY_ENV) or None)
 
     def headers(self) -> dict[str, str]:
         """The ``Authorization`` header (empty without a credential)."""

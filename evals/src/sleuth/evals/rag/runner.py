@@ -57,6 +57,19 @@ class RagRun:
     skipped: list[Failure] = field(default_factory=list)
 
 
+@dataclass
+class RetrievalRun:
+    """A judge-free retrieval run (``sleuth eval retrieval``, :mod:`sleuth.evals.retrieval`): its
+    rows scored by id (:mod:`sleuth.scoring.retrieval`) at ``k`` passages per call."""
+
+    rows: list[dict[str, Any]]
+    k: int
+    failures: list[Failure] = field(default_factory=list)
+    skipped: list[Failure] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+    duration_s: float = 0.0
+
+
 def value_names(metrics: Sequence[str]) -> list[str]:
     out: list[str] = []
     for m in metrics:

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.core.errors import DatasetError
-from sleuth.evals.rag.runner import RagRun
-from sleuth.evals.retrieval.runner import RetrievalRun
+from sleuth.evals.rag.runner import RagRun, RetrievalRun
 from sleuth.evals.tsa.runner import TsaRun
 from sleuth.evals.tsa.scoring import summarise
 from sleuth.scoring.metrics import LOWER_IS_BETTER
+from sleuth.scoring.retrieval import LATENCY, QUALITY_METRICS, percentile
 
 SCHEMA_VERSION = 1
 RESULT_KINDS = frozenset({"tsa", "ragas", "retrieval"})
@@ -218,8 +218,6 @@ def retrieval_document(
     run: RetrievalRun, labels: RunLabels, thresholds: Mapping[str, float], max_failures: int = 0
 ) -> dict[str, Any]:
     """A ``retrieval`` run: the judge-free metrics per row, their means, latency percentiles."""
-    from sleuth.evals.retrieval.metrics import LATENCY, QUALITY_METRICS, percentile
-
     names = (
         [*QUALITY_METRICS, LATENCY]
         if any(LATENCY in r["scores"] for r in run.rows)

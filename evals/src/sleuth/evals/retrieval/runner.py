@@ -2,7 +2,7 @@
 
 ``run_tool`` asks the tool built from a ToolBinding (the tool service's own builder, in this
 process) each golden question with ``top_k = K``, one call at a time so that each call's latency
-is its own, and scores what came back (:mod:`sleuth.evals.retrieval.metrics`). ``score_rows``
+is its own, and scores what came back (:mod:`sleuth.scoring.retrieval`). ``score_rows``
 scores rows recorded from an agent (``context_ids`` against ``reference_context_ids``) the same
 way, without calling anything. A failed call is a counted failure of metric ``retrieval``; a
 case without anything relevant to find is skipped, listed.
@@ -12,27 +12,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.agent.tools.base import Tool, ToolError
 from sleuth.evals.golden.cases import GoldenCase
 from sleuth.evals.progress import Progress
-from sleuth.evals.rag.runner import Failure
-from sleuth.evals.retrieval.metrics import LATENCY, Item, Retrieved, items_from, score_row
+from sleuth.evals.rag.runner import Failure, RetrievalRun
+from sleuth.scoring.retrieval import LATENCY, Item, Retrieved, items_from, score_row
 from sleuth.scoring.samples import RagSample
+from sleuth.tools.base import Tool, ToolError
 
 RETRIEVAL_METRIC = "retrieval"
-
-
-@dataclass
-class RetrievalRun:
-    rows: list[dict[str, Any]]
-    k: int
-    failures: list[Failure] = field(default_factory=list)
-    skipped: list[Failure] = field(default_factory=list)
-    config: dict[str, Any] = field(default_factory=dict)
-    duration_s: float = 0.0
 
 
 def _row(

@@ -20,7 +20,7 @@ The corpus is built to make retrieval configurations differ:
 
 Every question is made from the corpus, so what answers it is known by construction: each case's
 ``reference_evidence`` names the sentence(s) and the document(s) that hold the answer
-(:mod:`sleuth.evals.retrieval.metrics` matches them whatever the chunking), and
+(:mod:`sleuth.scoring.retrieval` matches them whatever the chunking), and
 ``reference_context_ids`` the documents. Strata: ``easy`` (one clause of one named provider),
 ``multi-hop`` (two providers compared, or a clause and its amendment), ``adversarial`` (a false
 premise — the evidence is the clause that refutes it — or a provider that does not exist —
@@ -36,7 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sleuth.core.jsonl import dump_jsonl
 from sleuth.evals.golden.cases import NOT_ENOUGH_INFORMATION, Evidence, GoldenCase
+from sleuth.evals.golden.manifest import freeze
 from sleuth.evals.splits import content_hash, split_for
 from sleuth.evals.synth import vocabulary as v
 from sleuth.scoring.samples import Stratum
@@ -314,9 +316,6 @@ def write_corpus(
     out: Path, *, documents: int = 2000, questions: int = 300, seed: int = 7
 ) -> dict[str, Any]:
     """Write ``out/docs/*.md`` and ``out/golden.jsonl`` (frozen); return counts."""
-    from sleuth.core.jsonl import dump_jsonl
-    from sleuth.evals.golden.manifest import freeze
-
     docs, cases = generate(documents, questions, seed)
     folder = out / "docs"
     folder.mkdir(parents=True, exist_ok=True)

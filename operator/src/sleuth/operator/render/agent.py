@@ -21,7 +21,6 @@ from pydantic import AnyHttpUrl
 from sleuth.core.api.agent_config import (
     A2AConfig,
     AgentConfig,
-    AgentLimitsConfig,
     ModelEndpointConfig,
     OnlineEvalConfig,
     OnlineEvalEmbeddingsConfig,
@@ -30,9 +29,10 @@ from sleuth.core.api.agent_config import (
 )
 from sleuth.core.api.v1alpha1.agentdeployment import (
     SINGLE_CALL_PARSERS,
+    A2ASpec,
     AgentDeploymentSpec,
-    OnlineEvalSpec,
 )
+from sleuth.core.api.v1alpha1.onlineeval import OnlineEvalSettings, OnlineEvalSpec
 from sleuth.core.api.v1alpha1.toolbinding import EmbeddingSpec, ToolBindingSpec
 from sleuth.operator.render.access import access_config, access_volumes
 from sleuth.operator.render.meta import (
@@ -135,8 +135,9 @@ def online_eval_config(
     the local all-MiniLM-L6-v2 the image carries (a chat model's server has no ``/embeddings``).
     """
     judge = online.judge
+    settings = {name: getattr(online, name) for name in OnlineEvalSettings.model_fields}
     return OnlineEvalConfig(
-        sample_rate=online.sample_rate,
+        **settings,
         judge=OnlineEvalJudgeConfig(
             endpoint=AnyHttpUrl(judge.endpoint),
             model=judge.model,
@@ -145,10 +146,6 @@ def online_eval_config(
         if judge is not None
         else None,
         embeddings=_embeddings_config(online, retrieval),
-        queue_size=online.queue_size,
-        concurrency=online.concurrency,
-        window=online.window,
-        timeout_seconds=online.timeout_seconds,
     )
 
 
@@ -195,11 +192,10 @@ def agent_config(
         request_timeout_seconds=agent.request_timeout_seconds,
         max_concurrent_requests=agent.max_concurrent_requests,
         online_eval=online_eval_config(agent.online_eval, retrieval_embedding(bindings)),
-        limits=AgentLimitsConfig.model_validate(agent.limits.model_dump()),
+        limits=agent.limits,
         a2a=A2AConfig(
-            enabled=agent.a2a.enabled,
+            **{name: getattr(agent.a2a, name) for name in A2ASpec.model_fields},
             public_url=AnyHttpUrl(agent_base_url(owner, settings)),
-            description=agent.a2a.description,
         ),
         access=access_config(owner, agent.access, eval_schedules or [], settings),
     )

@@ -26,7 +26,7 @@ from sleuth.core.api.fields import (
     ToolCalling,
 )
 from sleuth.core.api.v1alpha1.access import AccessSpec
-from sleuth.core.api.v1alpha1.common import Condition, Resources, SecretKeyRef, SpecModel
+from sleuth.core.api.v1alpha1.common import Resources, SecretKeyRef, SpecModel, StatusModel
 from sleuth.core.api.v1alpha1.contexts import (
     CONTEXT_LIMITS,
     context_excess,
@@ -456,17 +456,9 @@ class BoundTool(SpecModel):
     ready: bool = Field(description="Whether the tool service has ready replicas.")
 
 
-class AgentDeploymentStatus(SpecModel):
+class AgentDeploymentStatus(StatusModel):
     """Observed state of an AgentDeployment, written by the operator."""
 
-    observed_generation: int | None = Field(
-        default=None, description="metadata.generation of the spec last reconciled."
-    )
-    conditions: list[Condition] | None = Field(
-        default=None,
-        description="Ready, Progressing and Degraded, with reason and message.",
-        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
-    )
     model: str | None = Field(default=None, description="Model name the agent sends.")
     model_endpoint: str | None = Field(default=None, description="URL of the model server.")
     agent_endpoint: str | None = Field(default=None, description="URL of the agent service.")

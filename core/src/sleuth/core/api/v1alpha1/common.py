@@ -183,6 +183,21 @@ class Condition(SpecModel):
     )
 
 
+class StatusModel(SpecModel):
+    """The head of every sleuth kind's status: the generation reconciled and the conditions.
+
+    Each kind's status model adds its own fields after these two."""
+
+    observed_generation: int | None = Field(
+        default=None, description="metadata.generation of the spec last reconciled."
+    )
+    conditions: list[Condition] | None = Field(
+        default=None,
+        description="Ready, Progressing and Degraded, with reason and message.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+
+
 __all__ = [
     "API_VERSION",
     "DNS_NAME",
@@ -196,4 +211,5 @@ __all__ = [
     "Resources",
     "SecretKeyRef",
     "SpecModel",
+    "StatusModel",
 ]

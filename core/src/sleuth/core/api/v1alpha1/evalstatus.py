@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from sleuth.core.api.v1alpha1.common import Condition, SpecModel
+from sleuth.core.api.v1alpha1.common import SpecModel, StatusModel
 
 
 class EvalScores(SpecModel):
@@ -93,21 +93,13 @@ class EvalRunProgress(SpecModel):
     )
 
 
-class EvalScheduleStatus(SpecModel):
+class EvalScheduleStatus(StatusModel):
     """Observed state of an EvalSchedule: conditions (operator) and run results (the runs).
 
     A run's pods write their parts into ``currentRun``; the part that completes the run writes
     the top-level results: ``lastRun*`` always, ``scores`` and the counts only when it succeeded.
     """
 
-    observed_generation: int | None = Field(
-        default=None, description="metadata.generation of the spec last reconciled."
-    )
-    conditions: list[Condition] | None = Field(
-        default=None,
-        description="Ready, Progressing and Degraded, with reason and message.",
-        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
-    )
     last_run_id: str | None = Field(default=None, description="The last finished run (Job name).")
     last_run_time: str | None = Field(
         default=None,

@@ -4,8 +4,8 @@
 Every limit is checked before the request costs anything: the body's size while it is read (its
 ``Content-Length`` first), the time a client takes to send its headers and its body, and — for the
 agent — the question, the history and an estimate of the prompt's tokens against the model's
-context length. The agent writes them into its configuration file
-(``sleuth.core.api.agent_config.AgentLimitsConfig``); the tool service reads its ToolBinding spec
+context length. The operator writes ``spec.agent.limits`` into the agent's configuration file as
+it is (the file's ``limits`` is this model); the tool service reads its ToolBinding spec
 directly.
 """
 

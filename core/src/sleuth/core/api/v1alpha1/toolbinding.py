@@ -19,11 +19,11 @@ from sleuth.core.api.fields import (
     ToolTimeoutSeconds,
 )
 from sleuth.core.api.v1alpha1.common import (
-    Condition,
     LocalObjectRef,
     Resources,
     SecretKeyRef,
     SpecModel,
+    StatusModel,
 )
 from sleuth.core.api.v1alpha1.limits import HttpLimitsSpec
 
@@ -494,17 +494,9 @@ class ToolBindingSpec(SpecModel):
         return self.name or self.type
 
 
-class ToolBindingStatus(SpecModel):
+class ToolBindingStatus(StatusModel):
     """Observed state of a ToolBinding, written by the operator."""
 
-    observed_generation: int | None = Field(
-        default=None, description="metadata.generation of the spec last reconciled."
-    )
-    conditions: list[Condition] | None = Field(
-        default=None,
-        description="Ready, Progressing and Degraded, with reason and message.",
-        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
-    )
     tool_name: str | None = Field(default=None, description="Function name the model sees.")
     endpoint: str | None = Field(default=None, description="URL of the tool service.")
 

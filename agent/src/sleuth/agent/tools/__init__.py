@@ -1,6 +1,0 @@
-"""Tools the agent can call. Every tool, in-process or remote, implements :class:`Tool`."""
-
-from sleuth.agent.tools.base import Citation, Tool, ToolError, ToolOutput, ToolUnavailable
-from sleuth.core.tools import ToolSpec
-
-__all__ = ["Citation", "Tool", "ToolError", "ToolOutput", "ToolSpec", "ToolUnavailable"]

@@ -1,0 +1,136 @@
+"""``sleuth operator``'s body: the settings from its arguments, then one controller run by kopf.
+
+This is the operator's one edge: the arguments (and, for the images and the runbook links, the
+environment variables the chart sets) become one
+:class:`~sleuth.operator.controller.OperatorSettings`, from which one
+:class:`~sleuth.operator.controller.Controller` is built and handed to kopf as ``memo``. Nothing
+below reads ``os.environ`` for configuration. (:mod:`sleuth.operator.cli` holds the flags and
+imports this module only when the command runs.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import kopf
+from kopf._core.engines.peering import Identity  # a NewType of str, not re-exported
+
+import sleuth.operator.handlers  # noqa: F401  (registers the handlers)
+from sleuth.operator.controller import Controller, OperatorSettings
+from sleuth.operator.issuer import discover_issuer
+from sleuth.operator.loop.leader import default_identity, lead
+from sleuth.operator.loop.metrics import serve
+from sleuth.operator.loop.runtime import LoopSettings
+from sleuth.operator.loop.scope import restrict_to_namespaces
+from sleuth.operator.loop.workqueue import Backoff
+from sleuth.operator.render.meta import RenderSettings
+from sleuth.operator.render.tracing import TracingDefaults
+
+
+def settings_from_env(
+    environ: Mapping[str, str] = os.environ, placement: str = ""
+) -> RenderSettings:
+    """Images from ``SLEUTH_IMAGE`` (sleuth) and ``SLEUTH_MODEL_IMAGE`` (vLLM), the runbook links
+    of the rendered alerts from ``SLEUTH_RUNBOOK_BASE_URL``, when set; ``placement`` as
+    :func:`workload_placement` reads it."""
+    defaults = RenderSettings()
+    return dataclasses.replace(
+        defaults,
+        sleuth_image=environ.get("SLEUTH_IMAGE") or defaults.sleuth_image,
+        model_image=environ.get("SLEUTH_MODEL_IMAGE") or defaults.model_image,
+        runbook_base_url=environ.get("SLEUTH_RUNBOOK_BASE_URL") or defaults.runbook_base_url,
+        **workload_placement(placement),
+    )
+
+
+def workload_placement(text: str) -> dict[str, Any]:
+    """``--workload-placement`` JSON (``{"nodeSelector": {...}, "tolerations": [...]}``) as
+    RenderSettings fields; empty text: none."""
+    if not text:
+        return {}
+    placement = json.loads(text)
+    return {
+        "workload_node_selector": {
+            str(k): str(v) for k, v in placement.get("nodeSelector", {}).items()
+        },
+        "workload_tolerations": list(placement.get("tolerations", [])),
+    }
+
+
+def operator_settings(
+    args: argparse.Namespace, environ: Mapping[str, str] = os.environ
+) -> OperatorSettings:
+    """The controller's settings from the parsed arguments (flags win over the environment)."""
+    env = dict(environ)
+    if args.image:
+        env["SLEUTH_IMAGE"] = args.image
+    if args.model_image:
+        env["SLEUTH_MODEL_IMAGE"] = args.model_image
+    try:
+        render = settings_from_env(env, args.workload_placement or "")
+    except (ValueError, AttributeError, TypeError) as err:
+        raise SystemExit(f"sleuth operator: --workload-placement: not valid JSON: {err}") from None
+    if args.workers < 1:
+        raise SystemExit("sleuth operator: --workers: must be at least 1")
+    try:
+        tracing = TracingDefaults(
+            args.tracing_endpoint, args.tracing_sampling_ratio, args.tracing_capture_content
+        )
+    except ValueError as err:
+        raise SystemExit(f"sleuth operator: --tracing-*: {err}") from None
+    loop = LoopSettings(
+        kubeconfig=args.kubeconfig or None,
+        namespaces=tuple(args.namespace or ()),
+        resync_seconds=args.resync_seconds,
+        workers=args.workers,
+        shutdown_seconds=args.shutdown_seconds,
+        backoff=Backoff(base=args.backoff_base_seconds, cap=args.backoff_max_seconds),
+    )
+    return OperatorSettings(loop=loop, render=dataclasses.replace(render, tracing=tracing))
+
+
+def run(args: argparse.Namespace) -> int:
+    controller = Controller.build(operator_settings(args))
+    # The cluster's ServiceAccount issuer, which every agent accepts (render/access.py).
+    render = controller.ctx.settings
+    issuer = args.service_account_issuer or discover_issuer(
+        controller.ctx.kube, render.service_account_issuer
+    )
+    controller.ctx.settings = dataclasses.replace(render, service_account_issuer=issuer)
+    logging.getLogger("sleuth.operator").info("agents accept ServiceAccount tokens of %s", issuer)
+    if args.metrics_port:
+        serve(args.metrics_port)
+    kopf.configure(verbose=args.verbose)
+    if not args.verbose:  # kopf logs a line per watch event (17,000 children at 1,000 agents)
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    # kopf's own default identity asks getpass.getuser(), which raises KeyError for a uid without
+    # a passwd entry (the image's 65532 in a pod with no USER/LOGNAME): name ourselves instead.
+    identity = default_identity(os.environ.get("POD_NAME"))
+    if args.leader_election_lease:
+        lead(
+            args.leader_election_lease,
+            args.leader_election_namespace or os.environ.get("POD_NAMESPACE"),
+            args.liveness,
+            args.kubeconfig,
+        )
+    namespaces = list(controller.loop.settings.namespaces)
+    if namespaces:
+        restrict_to_namespaces()
+    kopf.run(
+        identity=Identity(identity),
+        standalone=True,
+        clusterwide=not namespaces,
+        namespaces=namespaces,
+        liveness_endpoint=args.liveness or None,
+        memo=kopf.Memo(controller=controller),
+    )
+    return 0
+
+
+__all__ = ["operator_settings", "run", "settings_from_env", "workload_placement"]
