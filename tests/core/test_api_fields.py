@@ -14,6 +14,15 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
+from sleuth.core.api.access_config import (
+    AccessConfig,
+    AuditConfig,
+    CallerConfig,
+    ClaimMatch,
+    IssuerConfig,
+    ServiceAccountRef,
+    TokenMatch,
+)
 from sleuth.core.api.agent_config import (
     A2AConfig,
     AgentConfig,
@@ -23,6 +32,15 @@ from sleuth.core.api.agent_config import (
     OnlineEvalJudgeConfig,
     PlannerConfig,
     ToolConfig,
+)
+from sleuth.core.api.v1alpha1.access import (
+    AccessCaller,
+    AccessIssuer,
+    AccessSpec,
+    AuditSpec,
+    ClaimRequirement,
+    ServiceAccountSubject,
+    TokenCaller,
 )
 from sleuth.core.api.v1alpha1.agentdeployment import (
     A2ASpec,
@@ -47,6 +65,13 @@ PAIRS: list[tuple[type[BaseModel], type[BaseModel]]] = [
     (JudgeSpec, OnlineEvalJudgeConfig),
     (OnlineEvalEmbeddings, OnlineEvalEmbeddingsConfig),
     (EmbeddingSpec, OnlineEvalEmbeddingsConfig),  # the retrieval's embeddings, by default
+    (AccessSpec, AccessConfig),
+    (AccessCaller, CallerConfig),
+    (ServiceAccountSubject, ServiceAccountRef),
+    (TokenCaller, TokenMatch),
+    (ClaimRequirement, ClaimMatch),
+    (AccessIssuer, IssuerConfig),
+    (AuditSpec, AuditConfig),
 ]
 # File models with no spec counterpart (the operator always writes their defaults).
 FILE_ONLY = {PlannerConfig}
@@ -59,6 +84,9 @@ DIFFERENT_BY_DESIGN: dict[tuple[type[BaseModel], str], str] = {
     (OnlineEvalEmbeddings, "endpoint"): "a URL, as above",
     (EmbeddingSpec, "endpoint"): "a URL, as above",
     (ToolBindingSpec, "type"): "the file also has in-process `custom` tools (checked below)",
+    (AccessIssuer, "issuer"): "https only in the CRD; the file also takes a test issuer's URL",
+    (AccessIssuer, "jwks_url"): "a URL, as above",
+    (AccessSpec, "issuers"): "the CRD's list leaves room for the cluster's own issuer",
 }
 
 

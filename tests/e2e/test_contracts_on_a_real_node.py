@@ -59,6 +59,7 @@ TRACING_ENDPOINT = f"http://jaeger.{TRACE_NAMESPACE}:4318"  # the chart's tracin
 class Platform:
     cluster: Any
     images: dict[str, str]  # name → ref
+    _token: str = ""
 
     def kubectl(self, *args: str, **kw: Any) -> Any:
         return self.cluster.kubectl(*args, **kw)
@@ -69,6 +70,22 @@ class Platform:
 
     def apply(self, docs: list[dict[str, Any]]) -> None:
         self.kubectl("apply", "-f", "-", input=yaml_docs(docs))
+
+    def portal_token(self) -> str:
+        """A token of the caller the contracts example admits (its ServiceAccount
+        ``contracts-portal``, audience the agent's), as the portal's pod would mount it."""
+        if not self._token:
+            account = "contracts-portal"
+            if self.kubectl("get", "serviceaccount", account, "-n", APP, check=False).returncode:
+                self.kubectl("create", "serviceaccount", account, "-n", APP)
+            audience = self.get("agentdeployment", "contracts", "-n", APP)["status"][
+                "agentAudience"
+            ]
+            created = self.kubectl(
+                "create", "token", account, "-n", APP, "--audience", audience, "--duration", "3h"
+            )
+            self._token = created.stdout.strip()
+        return self._token
 
     def service_url(self, namespace: str, name: str, port_name: str | None = None) -> str:
         svc = self.get("service", name, "-n", namespace)
@@ -87,10 +104,13 @@ def _helm_values(images: dict[str, str], *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _post(url: str, body: dict[str, Any], timeout: float = 120) -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
+def _post(
+    url: str, body: dict[str, Any], timeout: float = 120, token: str = ""
+) -> tuple[int, dict[str, Any]]:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())
@@ -171,7 +191,9 @@ def test_seed_question_is_answered_through_the_agent_service(platform: Platform)
     url = platform.service_url(APP, "contracts-agent", "http") + "/v1/query"
     _, body = eventually(
         "the agent answers",
-        lambda: (lambda r: r if r[0] == 200 else None)(_post(url, {"question": SEED_QUESTION})),
+        lambda: (lambda r: r if r[0] == 200 else None)(
+            _post(url, {"question": SEED_QUESTION}, token=platform.portal_token())
+        ),
         timeout=300,
     )
     answer = body["answer"]
@@ -195,7 +217,7 @@ def test_the_pods_trace_a_request_into_the_trace_backend(platform: Platform) -> 
     """The chart's tracing.endpoint → the operator's flags → OTEL_* on the agent and tool-service
     pods → spans from three pods in one trace, read back from Jaeger."""
     url = platform.service_url(APP, "contracts-agent", "http") + "/v1/query"
-    status, body = _post(url, {"question": SEED_QUESTION})
+    status, body = _post(url, {"question": SEED_QUESTION}, token=platform.portal_token())
     assert status == 200, body
     jaeger = _jaeger(platform)
     # root, 3 chat, 2 execute_tool (the tool calls may be answered from the agent's tool cache:
@@ -365,13 +387,14 @@ def _under_traffic(platform: Platform, action: Callable[[], None]) -> list[str]:
     url = platform.service_url(APP, "contracts-agent", "http") + "/v1/query"
     outcomes: list[str] = []
     stop = threading.Event()
+    token = platform.portal_token()
 
     def traffic() -> None:
         deadline = time.monotonic() + 900
         while not stop.is_set() and time.monotonic() < deadline and len(outcomes) < 300:
             started = time.strftime("%H:%M:%S")
             try:
-                code, body = _post(url, {"question": SEED_QUESTION}, timeout=60)
+                code, body = _post(url, {"question": SEED_QUESTION}, timeout=60, token=token)
                 outcomes.append("200" if code == 200 else f"{started} {code} {body}")
             except (OSError, ValueError) as err:  # no answer, or one that is not JSON
                 outcomes.append(f"{started} {type(err).__name__}: {err}")

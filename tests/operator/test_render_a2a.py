@@ -32,7 +32,12 @@ def _a2a(agent: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a2a_is_on_by_default_and_names_the_agent_service() -> None:
-    assert _a2a({}) == {"enabled": True, "publicUrl": "http://contracts-agent.team-a.svc:8080/"}
+    assert _a2a({}) == {
+        "enabled": True,
+        "publicUrl": "http://contracts-agent.team-a.svc:8080/",
+        "taskTtlSeconds": 3600,
+        "maxStoredTasks": 1000,
+    }
     assert (
         agent_card_url(OWNER, _spec({}), SETTINGS)
         == "http://contracts-agent.team-a.svc:8080/.well-known/agent-card.json"

@@ -30,13 +30,16 @@ from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandlerV2
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import create_jsonrpc_routes
-from a2a.server.tasks.inmemory_task_store import InMemoryTaskStore
 from a2a.server.tasks.task_updater import TaskUpdater
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
     AgentInterface,
     AgentSkill,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
     Task,
     TaskState,
     TaskStatus,
@@ -47,6 +50,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from sleuth.agent.access.caller import Caller
+from sleuth.agent.access.tasks import BoundedTaskStore, CallerContextBuilder, CallerUser
 from sleuth.agent.errors import RequestRejected
 from sleuth.agent.events import AnswerText, Finished, Progress, RunListener, follow
 from sleuth.agent.loop import AgentResult
@@ -76,8 +81,11 @@ def agent_card(service: AgentService, base_url: str) -> AgentCard:
         )
         for t in tools
     ]
+    schemes, requirements = security_of(service)
     return AgentCard(
         name=service.name,
+        security_schemes=schemes,
+        security_requirements=requirements,
         description=description,
         version="1.0.0",
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
@@ -92,6 +100,36 @@ def agent_card(service: AgentService, base_url: str) -> AgentCard:
             )
         ],
     )
+
+
+def security_of(
+    service: AgentService,
+) -> tuple[dict[str, SecurityScheme], list[SecurityRequirement]]:
+    """The schemes the card declares (either one admits): API keys and issuers' JWTs, as
+    configured in ``access``; none for a local agent (no ``access``, loopback only)."""
+    access = service.config.access
+    if access is None:
+        return {}, []
+    schemes: dict[str, SecurityScheme] = {}
+    if any(c.api_key_directory for c in access.callers):
+        schemes["apiKey"] = SecurityScheme(
+            http_auth_security_scheme=HTTPAuthSecurityScheme(
+                scheme="bearer",
+                description="An API key issued to the caller: Authorization: Bearer <key>.",
+            )
+        )
+    if access.issuers:
+        audiences = sorted({a for i in access.issuers for a in i.audiences})
+        schemes["jwt"] = SecurityScheme(
+            http_auth_security_scheme=HTTPAuthSecurityScheme(
+                scheme="bearer",
+                bearer_format="JWT",
+                description="A JWT of an accepted issuer (a Kubernetes ServiceAccount token "
+                "included) whose audience is one of: " + ", ".join(audiences) + ".",
+            )
+        )
+    requirements = [SecurityRequirement(schemes={name: StringList()}) for name in schemes]
+    return schemes, requirements
 
 
 class AgentTaskExecutor(AgentExecutor):
@@ -111,10 +149,12 @@ class AgentTaskExecutor(AgentExecutor):
             history_field="message",
             history_count=0,
         )
+        caller = _caller(context)
         try:
             service.check(conversation)
         except RequestRejected as exc:
             service.rejected(exc.status)
+            service.access.refused(caller, "a2a", "invalid", None)
             raise InvalidParamsError(str(exc), data={"field": exc.field}) from exc
         updater = TaskUpdater(event_queue=event_queue, task_id=task_id, context_id=context_id)
         first = Task(id=task_id, context_id=context_id, status=TaskStatus())
@@ -123,23 +163,28 @@ class AgentTaskExecutor(AgentExecutor):
             first.history.append(context.message)
         await event_queue.enqueue_event(first)
         try:
-            service.admit()
+            service.admit(caller)
         except Overloaded as exc:
+            service.access.refused(caller, "a2a", "overloaded", question)
             text = f"{exc}; retry after {exc.retry_after_s} s"
             await updater.reject(updater.new_agent_message(parts=[new_text_part(text)]))
             return
         span = service.request_span("a2a", _headers(context))
         try:
             await updater.start_work()
-            await self._run(question, updater, span)
+            await self._run(question, updater, span, caller)
         finally:
             span.fail("cancelled")  # no-op when the run finished it
-            service.release()
+            service.release(caller)
 
-    async def _run(self, question: str, updater: TaskUpdater, span: RequestSpan) -> None:
+    async def _run(
+        self, question: str, updater: TaskUpdater, span: RequestSpan, caller: Caller
+    ) -> None:
         async def run(listener: RunListener) -> AgentResult:
             with span.running():
-                result = await self.service.run(question, [], "a2a", listener=listener)
+                result = await self.service.run(
+                    question, [], "a2a", listener=listener, caller=caller
+                )
             span.finish(result, question)
             return result
 
@@ -183,6 +228,15 @@ class AgentTaskExecutor(AgentExecutor):
         await updater.cancel()
 
 
+def _caller(context: RequestContext) -> Caller:
+    """The task's caller (the user :class:`CallerContextBuilder` put on the call)."""
+    call = context.call_context
+    user = call.user if call is not None else None
+    if not isinstance(user, CallerUser):
+        raise RuntimeError("an A2A task without a caller: the access middleware is not installed")
+    return user.caller
+
+
 def _headers(context: RequestContext) -> dict[str, str]:
     """The HTTP headers of the JSON-RPC request, when the SDK passed them on (its
     ``traceparent`` makes the task's trace a child of the caller's)."""
@@ -197,7 +251,9 @@ def a2a_routes(service: AgentService) -> list[BaseRoute]:
     placeholder = str(configured).rstrip("/") if configured else "http://localhost"
     handler = DefaultRequestHandlerV2(
         agent_executor=AgentTaskExecutor(service),
-        task_store=InMemoryTaskStore(),
+        task_store=BoundedTaskStore(
+            service.config.a2a.task_ttl_seconds, service.config.a2a.max_stored_tasks
+        ),
         agent_card=agent_card(service, placeholder),
     )
 
@@ -208,5 +264,7 @@ def a2a_routes(service: AgentService) -> list[BaseRoute]:
         return JSONResponse(agent_card_to_dict(agent_card(service, base_url(request))))
 
     routes: list[BaseRoute] = [Route(AGENT_CARD_WELL_KNOWN_PATH, card, methods=["GET"])]
-    routes.extend(create_jsonrpc_routes(handler, rpc_url=A2A_PATH))
+    routes.extend(
+        create_jsonrpc_routes(handler, rpc_url=A2A_PATH, context_builder=CallerContextBuilder())
+    )
     return routes

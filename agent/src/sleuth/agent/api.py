@@ -26,31 +26,36 @@ With tracing on (:mod:`sleuth.core.tracing`), every request that runs the loop i
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 from starlette.types import Scope
 
 from sleuth.agent.a2a_api import a2a_routes
+from sleuth.agent.access.caller import SCOPE_KEY, Caller, current_caller
+from sleuth.agent.access.control import AccessControl, endpoint_of
+from sleuth.agent.access.middleware import AccessGuard
 from sleuth.agent.errors import RequestRejected
 from sleuth.agent.metrics import exposition
 from sleuth.agent.openai_api import router as openai_router
 from sleuth.agent.request_checks import Conversation, HistoryMessage, read_json
 from sleuth.agent.service import AgentService, Overloaded
 from sleuth.agent.toolrun import BoundTool
+from sleuth.core.api.access_config import AccessConfig
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.http.error_shapes import error_body, http_exception, overloaded
 from sleuth.core.http.request_guard import HttpLimits, RequestGuard
-from sleuth.core.names import EVAL_HEADER
 from sleuth.core.tracing import Tracing, TracingSettings
 
 log = logging.getLogger("sleuth.agent")
 LOOP_PATHS = frozenset({"/v1/query", "/v1/chat/completions"})  # the routes that run the loop
+_DENY_ALL = AccessConfig()  # before the service starts: no caller is admitted
 
 
 class QueryMessage(BaseModel):
@@ -77,14 +82,17 @@ def service_of(request: Request) -> AgentService:
 query_router = APIRouter()
 
 
-def refused(service: AgentService, exc: RequestRejected) -> Response:
-    """The error response of a refused request, counted."""
+def refused(
+    service: AgentService, exc: RequestRejected, caller: Caller, endpoint: str = "query"
+) -> Response:
+    """The error response of a refused request, counted and audited."""
     service.rejected(exc.status)
+    service.access.refused(caller, endpoint, "invalid", None)
     return error_body(exc.status, str(exc), exc.kind, exc.field)
 
 
 @query_router.post("/v1/query", response_model=None)
-async def query(request: Request) -> Response:
+async def query(request: Request, caller: Annotated[Caller, Depends(current_caller)]) -> Response:
     service = service_of(request)
     try:
         body = await read_json(request, QueryRequest)
@@ -97,23 +105,22 @@ async def query(request: Request) -> Response:
         )
         service.check(conversation)
     except RequestRejected as exc:
-        return refused(service, exc)
+        return refused(service, exc, caller)
     span = service.request_span("query", request.headers)
     try:
-        sample = EVAL_HEADER.lower() not in request.headers
+        sample = service.sample_of(caller, request.headers)
         with span.running():
             result = await service.answer(
-                conversation.question, conversation.history_dicts(), "query", sample
+                conversation.question, conversation.history_dicts(), "query", sample, caller
             )
     except Overloaded as exc:
         span.fail("overloaded")
+        service.access.refused(caller, "query", "overloaded", conversation.question)
         return overloaded(str(exc), exc.retry_after_s)
     span.finish(result, conversation.question)
-    payload = {
-        "answer": result.answer,
-        "citations": result.citations,
-        "trace": result.trace.model_dump(mode="json", by_alias=True),
-    }
+    payload: dict[str, object] = {"answer": result.answer, "citations": result.citations}
+    if caller.trace:  # raw tool output: only for callers granted it
+        payload["trace"] = result.trace.model_dump(mode="json", by_alias=True)
     if span.trace_id:
         payload["sleuth"] = span.body()
     return JSONResponse(payload, headers=span.headers())
@@ -154,13 +161,17 @@ def create_app(
     name: str = "sleuth-agent",
     tools: dict[str, BoundTool] | None = None,
     tracing: Tracing | TracingSettings | None = None,
+    audit_sink: Callable[[str], None] | None = None,
 ) -> FastAPI:
     """The agent service for ``config``; ``tools`` replaces the configured tools (tests);
-    ``tracing``: the settings of the tracer the service starts and stops, or a tracer to use."""
+    ``tracing``: the settings of the tracer the service starts and stops, or a tracer to use;
+    ``audit_sink``: where audit records go, one line each (default: standard output)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        service = AgentService(config, name=name, tools=tools, tracing=tracing)
+        service = AgentService(
+            config, name=name, tools=tools, tracing=tracing, audit_sink=audit_sink
+        )
         app.state.service = service
         if config.a2a.enabled:  # the card names the bound tools: mounted once they are bound
             app.router.routes.extend(a2a_routes(service))
@@ -187,8 +198,27 @@ def create_app(
         if service is None or scope["path"] not in LOOP_PATHS or not service.full():
             return None
         service.rejected(429)
+        caller = scope.get(SCOPE_KEY)
+        if isinstance(caller, Caller):
+            service.access.refused(caller, endpoint_of(scope["path"]), "overloaded", None)
         return str(Overloaded(service.config.max_concurrent_requests))
 
+    def access() -> AccessControl:
+        service = current()
+        if service is None:  # a request before the lifespan started: nobody is admitted
+            return closed
+        return service.access
+
+    def unauthenticated(path: str) -> None:
+        access().unauthenticated(path)
+
+    closed = AccessControl(
+        config.access or _DENY_ALL,
+        agent=name,
+        max_concurrent=config.max_concurrent_requests,
+        registry=CollectorRegistry(),
+        audit_sink=audit_sink,
+    )
     app = FastAPI(title="sleuth agent", lifespan=lifespan)
     app.add_exception_handler(HTTPException, http_exception)
     app.add_exception_handler(Exception, _internal_error)
@@ -198,6 +228,12 @@ def create_app(
         on_reject=on_reject,
         on_disconnect=on_disconnect,
         shed=shed,
+    )
+    # Outermost: the caller is resolved before the body is read or anything else runs.
+    app.add_middleware(
+        AccessGuard,
+        authenticator=lambda: access().authenticator,
+        on_refused=unauthenticated,
     )
     app.include_router(query_router)
     app.include_router(openai_router)

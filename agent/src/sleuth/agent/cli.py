@@ -24,12 +24,19 @@ def run(args: argparse.Namespace) -> int:
     config = settings.load_config()
     try:
         tracing = TracingSettings.from_env(os.environ, f"sleuth-agent-{settings.name}")
+        host = settings.listen_host(config)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     log_requests()
+    if config.access is None:
+        logging.getLogger("sleuth.agent").warning(
+            "no access configured: listening on %s only, every local client is the caller "
+            "'local' (configure access to serve other hosts)",
+            host,
+        )
     app = create_app(config, name=settings.name, tracing=tracing)
-    serve(app, settings.host, settings.port, HttpLimits.of(config.limits))
+    serve(app, host, settings.port, HttpLimits.of(config.limits))
     return 0
 
 

@@ -22,13 +22,14 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.types import Receive, Scope, Send
 
+from sleuth.agent.access.caller import Caller, current_caller
 from sleuth.agent.errors import RequestRejected
 from sleuth.agent.events import AnswerText, Finished, Progress, RunListener, follow
 from sleuth.agent.loop import AgentResult
@@ -140,31 +141,40 @@ def _conversation(body: ChatRequest) -> Conversation:
 
 
 @router.post("/v1/chat/completions", response_model=None)
-async def chat_completions(request: Request) -> Response:
+async def chat_completions(
+    request: Request, caller: Annotated[Caller, Depends(current_caller)]
+) -> Response:
     service: AgentService = request.app.state.service
+    endpoint = "chat_completions"
     try:
         body = await read_json(request, ChatRequest)
         conversation = _conversation(body)
         service.check(conversation)
     except RequestRejected as exc:
         service.rejected(exc.status)
+        service.access.refused(caller, endpoint, "invalid", None)
         return error_body(exc.status, str(exc), exc.kind, exc.field)
     question, history = conversation.question, conversation.history_dicts()
     cid = f"chatcmpl-{uuid.uuid4().hex[:20]}"
     model = service.name
     span = service.request_span("chat_completions", request.headers)
+    sample = service.sample_of(caller, request.headers)
     try:
-        service.admit()
+        service.admit(caller)
     except Overloaded as exc:
         span.fail("overloaded")
+        service.access.refused(caller, endpoint, "overloaded", question)
         return overloaded(str(exc), exc.retry_after_s)
     if not body.stream:
         try:
             with span.running():
-                result = await service.run(question, history, "chat_completions")
+                result = await service.run(question, history, endpoint, sample, caller=caller)
         finally:
-            service.release()
+            service.release(caller)
         span.finish(result, question)
+        part: dict[str, Any] = {"citations": result.citations, **span.body()}
+        if caller.trace:  # raw tool output: only for callers granted it
+            part["trace"] = result.trace.model_dump(mode="json", by_alias=True)
         return JSONResponse(
             {
                 "id": cid,
@@ -179,11 +189,7 @@ async def chat_completions(request: Request) -> Response:
                     }
                 ],
                 "usage": _usage(result),
-                "sleuth": {
-                    "citations": result.citations,
-                    "trace": result.trace.model_dump(mode="json", by_alias=True),
-                    **span.body(),
-                },
+                "sleuth": part,
             },
             headers=span.headers(),
         )
@@ -191,7 +197,9 @@ async def chat_completions(request: Request) -> Response:
 
     async def run(listener: RunListener) -> AgentResult:
         with span.running():
-            result = await service.run(question, history, "chat_completions", listener=listener)
+            result = await service.run(
+                question, history, endpoint, sample, listener=listener, caller=caller
+            )
         span.finish(result, question)
         return result
 
@@ -221,6 +229,6 @@ async def chat_completions(request: Request) -> Response:
 
     def release() -> None:
         span.fail("cancelled")  # no-op when the run finished it
-        service.release()
+        service.release(caller)
 
     return _AdmittedStream(events(), release, span.headers())

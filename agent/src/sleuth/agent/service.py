@@ -18,9 +18,11 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from sleuth.agent.access.caller import Caller
+from sleuth.agent.access.control import AccessControl
 from sleuth.agent.cache import ToolCache
 from sleuth.agent.errors import AgentError
 from sleuth.agent.events import AnswerStream, RunListener
@@ -35,6 +37,7 @@ from sleuth.agent.toolset import bind_tools
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.guided import DEFAULT_MAX_CALLS
 from sleuth.core.llm import OpenAIChatModel
+from sleuth.core.names import EVAL_HEADER
 from sleuth.core.tracing import Tracing, TracingSettings, current_trace_id, start_tracing
 
 log = logging.getLogger("sleuth.agent")
@@ -45,8 +48,15 @@ class Overloaded(AgentError):
 
     retryable = True
 
-    def __init__(self, limit: int, retry_after_s: int = 1) -> None:
-        super().__init__(f"the agent is serving its maximum of {limit} concurrent requests")
+    def __init__(self, limit: int, retry_after_s: int = 1, share: int | None = None) -> None:
+        if share is None:
+            message = f"the agent is serving its maximum of {limit} concurrent requests"
+        else:  # the caller's fair share (sleuth.agent.access.fairshare)
+            message = (
+                f"this caller has its share ({share}) of the agent's {limit} concurrent "
+                "requests in flight"
+            )
+        super().__init__(message)
         self.retry_after_s = retry_after_s
 
 
@@ -58,10 +68,18 @@ class AgentService:
         name: str = "sleuth-agent",
         tools: dict[str, BoundTool] | None = None,
         tracing: Tracing | TracingSettings | None = None,
+        audit_sink: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self.name = name
         self.metrics = AgentMetrics(name)
+        self.access = AccessControl(
+            config.access,
+            agent=name,
+            max_concurrent=config.max_concurrent_requests,
+            registry=self.metrics.registry,
+            audit_sink=audit_sink,
+        )
         if isinstance(tracing, TracingSettings):
             self.tracing = start_tracing(tracing, self._spans_dropped)
             self._owns_tracing = True
@@ -117,10 +135,13 @@ class AgentService:
         self.metrics.rejected_requests.labels(self.name, reasons.get(status, "invalid")).inc()
 
     async def start(self) -> None:
-        """Start what runs beside the requests (the online evaluator's workers)."""
+        """Start what runs beside the requests (the online evaluator's workers, the refresh of
+        API keys and JWKS)."""
+        await self.access.start()
         await self.online_eval.start()
 
     async def aclose(self) -> None:
+        await self.access.aclose()
         await self.online_eval.aclose()
         await self.model.aclose()
         if self._owns_tracing:  # export what is queued, within a bound (a dead collector)
@@ -139,27 +160,44 @@ class AgentService:
         """True at ``maxConcurrentRequests``: a new request would be refused."""
         return self.in_flight >= self.config.max_concurrent_requests
 
-    def admit(self) -> None:
-        """Count a request in, or raise :class:`Overloaded` at the limit. Pair with release()."""
+    def admit(self, caller: Caller | None = None) -> None:
+        """Count a request in, or raise :class:`Overloaded` at the limit or at ``caller``'s fair
+        share of it. Pair with release(caller)."""
+        limit = self.config.max_concurrent_requests
         if self.full():
             self.metrics.rejected_requests.labels(self.name, "overloaded").inc()
-            raise Overloaded(self.config.max_concurrent_requests)
+            raise Overloaded(limit)
+        if caller is not None and self.access.fair.try_acquire(caller.name) is not None:
+            self.metrics.rejected_requests.labels(self.name, "overloaded").inc()
+            raise Overloaded(limit, share=self.access.fair.share(caller.name))
         self.in_flight += 1
         self.metrics.in_flight.labels(self.name).set(self.in_flight)
 
-    def release(self) -> None:
+    def release(self, caller: Caller | None = None) -> None:
+        if caller is not None:
+            self.access.fair.release(caller.name)
         self.in_flight -= 1
         self.metrics.in_flight.labels(self.name).set(self.in_flight)
 
+    def sample_of(self, caller: Caller, headers: Mapping[str, str]) -> bool:
+        """False (keep out of online sampling) for the eval header of a caller granted
+        ``evaluation``; the header of any other caller is ignored."""
+        return not (caller.evaluation and EVAL_HEADER.lower() in headers)
+
     async def answer(
-        self, question: str, history: list[dict[str, Any]], endpoint: str, sample: bool = True
+        self,
+        question: str,
+        history: list[dict[str, Any]],
+        endpoint: str,
+        sample: bool = True,
+        caller: Caller | None = None,
     ) -> AgentResult:
         """Admit, run the loop, record metrics (and the online-eval sample), release."""
-        self.admit()
+        self.admit(caller)
         try:
-            return await self.run(question, history, endpoint, sample)
+            return await self.run(question, history, endpoint, sample, caller=caller)
         finally:
-            self.release()
+            self.release(caller)
 
     async def run(
         self,
@@ -168,20 +206,29 @@ class AgentService:
         endpoint: str,
         sample: bool = True,
         listener: RunListener | None = None,
+        caller: Caller | None = None,
     ) -> AgentResult:
         """Run the loop for an already admitted request; ``sample=False`` keeps it out of online
         evaluation (the scheduled eval's own questions: it scores them itself). ``listener``
         receives progress and the answer's text as it is written (:mod:`sleuth.agent.events`);
-        the text it receives ends with the final answer."""
+        the text it receives ends with the final answer. ``caller``: who asked (the audit
+        record and the per-caller counters; None only for in-process use)."""
         stream = AnswerStream(listener) if listener is not None else None
-        result = await self.agent.run(question, history, stream=stream)
-        if result.trace.stop_reason == "model_error" and self.fallback is not None:
-            result = await self._degrade(result, question, history, stream)
+        try:
+            result = await self.agent.run(question, history, stream=stream)
+            if result.trace.stop_reason == "model_error" and self.fallback is not None:
+                result = await self._degrade(result, question, history, stream)
+        except asyncio.CancelledError:
+            if caller is not None:
+                self.access.refused(caller, endpoint, "cancelled", question)
+            raise
         if stream is not None:
             stream.finish(result.answer)
         self.metrics.observe_trace(result.trace, endpoint)
         trace_id = current_trace_id()
-        _log_request(endpoint, result, trace_id)
+        _log_request(endpoint, result, trace_id, caller)
+        if caller is not None:
+            self.access.ran(caller, endpoint, question, result.trace, trace_id)
         if sample:
             self.online_eval.offer(question, result.answer, result.trace)
         return result
@@ -219,13 +266,17 @@ class AgentService:
         return False, problem
 
 
-def _log_request(endpoint: str, result: AgentResult, trace_id: str | None) -> None:
+def _log_request(
+    endpoint: str, result: AgentResult, trace_id: str | None, caller: Caller | None
+) -> None:
     """One line per run (logfmt-like): how it ended, how long, and its trace when traced."""
     run = result.trace
     line = (
         f"request endpoint={endpoint} stop={run.stop_reason} iterations={run.iterations} "
         f"tool_calls={len(run.tool_calls())} ms={run.total_ms:.1f}"
     )
+    if caller is not None:
+        line += f" caller={caller.name}"
     if run.degraded:
         line += " degraded=true"
     if trace_id is not None:

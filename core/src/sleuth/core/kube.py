@@ -217,6 +217,11 @@ class Kube:
             return decoded
         raise classify(status, text, f"{method} {path}")
 
+    def get_json(self, path: str) -> dict[str, Any] | None:
+        """A JSON document of the API server outside the resource paths (e.g. the
+        ``/.well-known/openid-configuration`` of its ServiceAccount issuer), or None (404)."""
+        return self._request("GET", path)
+
     def observed(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
         """The object as last observed, for reading its status (a client with a watch cache
         may answer from it, one event behind the apiserver at most); here: :meth:`get`."""

@@ -121,4 +121,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--verbose", action="store_true", help="log every reconcile and every watch event"
     )
+    parser.add_argument(
+        "--service-account-issuer",
+        help="the cluster's ServiceAccount token issuer, whose tokens agents accept (default: "
+        "read from the API server's /.well-known/openid-configuration at start)",
+    )
     parser.set_defaults(func=_run)

@@ -182,11 +182,16 @@ class Controller:
         last reconcile (its runs' results), which changes nothing to reconcile."""
         kind = EVAL_SCHEDULE.kind
         if deleted:
-            self.loop.cache.gone_object(kind, namespace, name)
+            before = self.loop.cache.gone_object(kind, namespace, name)
         else:
-            self.loop.cache.seen_object(kind, namespace, name, agent)
+            before = self.loop.cache.seen_object(kind, namespace, name, agent)
         if deleted or not spec_seen:
             self.loop.queue.add((kind, namespace, name))
+        # The agent admits its schedules' Jobs (render/access.py): it follows their comings
+        # and goings, and a schedule that moved to another agent.
+        if deleted or (not spec_seen and before != agent):
+            for named in dict.fromkeys(a for a in (before, agent) if a):
+                self.loop.queue.add((AGENT_DEPLOYMENT.kind, namespace, named))
 
     def child_seen(self, body: dict[str, Any], deleted: bool) -> None:
         """A managed child changed or went: record its fingerprint; converge its owner when

@@ -23,6 +23,7 @@ from kopf._core.engines.peering import Identity  # a NewType of str, not re-expo
 
 import sleuth.operator.handlers  # noqa: F401  (registers the handlers)
 from sleuth.operator.controller import Controller, OperatorSettings
+from sleuth.operator.issuer import discover_issuer
 from sleuth.operator.loop.leader import default_identity, lead
 from sleuth.operator.loop.metrics import serve
 from sleuth.operator.loop.runtime import LoopSettings
@@ -73,6 +74,13 @@ def operator_settings(
 
 def run(args: argparse.Namespace) -> int:
     controller = Controller.build(operator_settings(args))
+    # The cluster's ServiceAccount issuer, which every agent accepts (render/access.py).
+    render = controller.ctx.settings
+    issuer = args.service_account_issuer or discover_issuer(
+        controller.ctx.kube, render.service_account_issuer
+    )
+    controller.ctx.settings = dataclasses.replace(render, service_account_issuer=issuer)
+    logging.getLogger("sleuth.operator").info("agents accept ServiceAccount tokens of %s", issuer)
     if args.metrics_port:
         serve(args.metrics_port)
     kopf.configure(verbose=args.verbose)

@@ -27,10 +27,12 @@ from sleuth.core.kube import (
     CONFIG_MAP,
     DEPLOYMENT,
     NETWORK_POLICY,
+    EVAL_SCHEDULE,
     POD_DISRUPTION_BUDGET,
     SERVICE,
     TOOL_BINDING,
 )
+from sleuth.operator.accesscheck import check_key_secrets
 from sleuth.operator.bindings import bindings_for
 from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
 from sleuth.operator.errors import FirstRolloutHeld, InvalidSpec
@@ -46,6 +48,7 @@ from sleuth.operator.reconcile_common import (
     secret_conditions,
     write_status,
 )
+from sleuth.operator.render.access import agent_audience
 from sleuth.operator.render.agent import agent_card_url, agent_endpoint, agent_name
 from sleuth.operator.render.meta import Owner
 from sleuth.operator.render.model import model_endpoint, model_name
@@ -53,7 +56,15 @@ from sleuth.operator.render.owned import agent_children
 from sleuth.operator.render.tool import tool_endpoint, tool_service_name
 from sleuth.operator.status import Cond, invalid_conditions, progressing_condition
 
-STATUS_KEYS = ("model", "modelEndpoint", "agentEndpoint", "agentCardUrl", "tools", "toolNames")
+STATUS_KEYS = (
+    "model",
+    "modelEndpoint",
+    "agentEndpoint",
+    "agentCardUrl",
+    "agentAudience",
+    "tools",
+    "toolNames",
+)
 
 
 def _secret_refs(spec: AgentDeploymentSpec) -> list[tuple[str, SecretKeyRef]]:
@@ -80,7 +91,8 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
 
     owner = owner_of(obj)
     bound = bindings_for(kube.list_naming(TOOL_BINDING, namespace, name), name)
-    manifests = agent_children(owner, spec, bound.accepted, ctx.settings)
+    schedules = [s["metadata"]["name"] for s in kube.list_naming(EVAL_SCHEDULE, namespace, name)]
+    manifests = agent_children(owner, spec, bound.accepted, ctx.settings, schedules)
     held = hold_left(obj["metadata"].get("creationTimestamp"), ctx.now())
     if held and kube.observed(DEPLOYMENT, namespace, agent_name(owner)) is not None:
         held = 0.0  # created already: the hold is for its first rollout only
@@ -96,7 +108,9 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         keep,
     )
 
-    secrets = check_secrets(kube, namespace, _secret_refs(spec))
+    secrets = check_key_secrets(
+        kube, namespace, spec.agent.access, check_secrets(kube, namespace, _secret_refs(spec))
+    )
     model = observe_rollout(kube, namespace, model_name(owner), "model", name)
     agent = observe_rollout(kube, namespace, agent_name(owner), "agent", name)
     rollouts = [model, agent] if spec.model.serves else [agent]
@@ -124,6 +138,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         "modelEndpoint": model_endpoint(owner, spec.model, ctx.settings),
         "agentEndpoint": agent_endpoint(owner, ctx.settings),
         "agentCardUrl": agent_card_url(owner, spec, ctx.settings),
+        "agentAudience": agent_audience(owner),
         "tools": tools or None,
         "toolNames": ",".join(t["name"] for t in tools) or None,
     }

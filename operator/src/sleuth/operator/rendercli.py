@@ -156,7 +156,13 @@ def render_objects(
                 b for b in by_kind[TOOL_BINDING.kind] if b["metadata"]["namespace"] == namespace
             ]
             bound = bindings_for(bindings, meta["name"])
-            children += agent_children(owner_of(obj), spec, bound.accepted, settings)
+            schedules = [
+                e["metadata"]["name"]
+                for e in by_kind[EVAL_SCHEDULE.kind]
+                if e["metadata"]["namespace"] == namespace
+                and ((e.get("spec") or {}).get("agentRef") or {}).get("name") == meta["name"]
+            ]
+            children += agent_children(owner_of(obj), spec, bound.accepted, settings, schedules)
         elif kind == TOOL_BINDING.kind:
             agent_ref = ((obj.get("spec") or {}).get("agentRef") or {}).get("name", "")
             agent = agents.get((namespace, agent_ref), (None, None))[0]

@@ -55,6 +55,7 @@ import yaml
 from pydantic import AliasChoices, AnyHttpUrl, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from sleuth.core.api.access_config import AccessConfig
 from sleuth.core.api.fields import (
     GUIDED_FORMAT_DESCRIPTION,
     MAX_ITERATIONS,
@@ -254,6 +255,18 @@ class A2AConfig(A2ASpec):
         description="Base URL other agents reach this agent at; the card names "
         "`<publicUrl>/a2a`. Default: the base URL the card was asked at.",
     )
+    task_ttl_seconds: int = Field(
+        default=3600,
+        ge=60,
+        le=86400,
+        description="A task is forgotten this long after its last update.",
+    )
+    max_stored_tasks: int = Field(
+        default=1000,
+        ge=1,
+        le=100000,
+        description="Tasks kept per replica; beyond it the least recently updated is forgotten.",
+    )
 
 
 class AgentConfig(_Model):
@@ -309,6 +322,11 @@ class AgentConfig(_Model):
         default_factory=A2AConfig,
         alias="a2a",  # not the alias generator's "a2A"
         description="The agent card and the A2A task endpoints.",
+    )
+    access: AccessConfig | None = Field(
+        default=None,
+        description="Who may call the agent and what each caller may see (default deny; "
+        "sleuth.core.api.access_config). Absent: `sleuth agent` listens on loopback only.",
     )
 
     @model_validator(mode="after")

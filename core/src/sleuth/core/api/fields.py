@@ -90,11 +90,25 @@ GUIDED_FORMAT_DESCRIPTION = (
     "(llama-cpp-python's server, llama-server)."
 )
 
+# Access (spec.agent.access, the file's access): who may call the agent, what each caller sees.
+CALLER_NAME = r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$"
+CallerName = Annotated[str, Field(min_length=1, max_length=63, pattern=CALLER_NAME)]
+"""A caller's name: the ``caller`` of audit records and metrics."""
+Grant = Literal["trace", "evaluation"]
+Grants = Annotated[list[Grant], Field(max_length=2)]
+"""What a caller sees beyond the answer: the trace; its eval header honoured."""
+QuestionAudit = Literal["full", "digest"]
+"""The question in audit records: its text, or only its SHA-256."""
+
 __all__ = [
+    "CALLER_NAME",
     "MAX_ITERATIONS",
     "BoundToolType",
     "CacheTtlSeconds",
+    "CallerName",
     "EmbeddingsSource",
+    "Grant",
+    "Grants",
     "GuidedFormat",
     "KeepAliveTimeoutSeconds",
     "MaxBodyBytes",
@@ -107,6 +121,7 @@ __all__ = [
     "MaxQuestionChars",
     "ModelCallTimeoutSeconds",
     "ModelName",
+    "QuestionAudit",
     "ReadTimeoutSeconds",
     "RequestTimeoutSeconds",
     "SampleRate",

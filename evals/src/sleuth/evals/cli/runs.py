@@ -14,6 +14,8 @@ from sleuth.evals.cli.shared import (
     status_options,
 )
 from sleuth.evals.commands.options import JudgeOptions, RagasOptions, RetrievalOptions, TsaOptions
+from sleuth.evals.rag.agentauth import API_KEY_ENV as AGENT_API_KEY_ENV
+from sleuth.evals.rag.agentauth import AgentCredential
 
 
 def add_tsa(sub: Any) -> argparse.ArgumentParser:
@@ -102,6 +104,19 @@ def add_ragas(sub: Any) -> argparse.ArgumentParser:
         help="ask this agent (POST /v1/query) every --golden question and score its answers",
     )
     rg.add_argument("--record", type=Path, help="with --agent-url: save the agent's results")
+    rg.add_argument(
+        "--agent-token-file",
+        type=Path,
+        help="with --agent-url: a file holding the bearer token sent to the agent (in a "
+        "cluster: a projected ServiceAccount token whose audience is the agent), read for each "
+        "question",
+    )
+    rg.add_argument(
+        "--agent-api-key",
+        default=os.environ.get(AGENT_API_KEY_ENV) or None,
+        help=f"with --agent-url and no --agent-token-file: an API key the agent admits "
+        f"(default ${AGENT_API_KEY_ENV})",
+    )
     rg.add_argument("--judge-url", required=True, help="judge base URL (OpenAI-compatible)")
     rg.add_argument("--judge-model", required=True)
     rg.add_argument(
@@ -160,6 +175,7 @@ def ragas_options(ns: argparse.Namespace) -> RagasOptions:
         ),
         samples=ns.samples,
         agent_url=ns.agent_url,
+        agent_credential=AgentCredential(ns.agent_token_file, ns.agent_api_key),
         record=ns.record,
         golden=ns.golden,
         metrics=tuple(m.strip() for m in ns.metrics.split(",") if m.strip()),

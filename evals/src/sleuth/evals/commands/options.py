@@ -9,10 +9,11 @@ reaches the user the same way as any other bad input (exit 2, and a Failed part 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from sleuth.evals.rag.agentauth import AgentCredential
 from sleuth.evals.status import StatusTarget
 
 Split = Literal["dev", "test", "all"]
@@ -108,6 +109,7 @@ class RagasOptions:
     judge: JudgeOptions
     samples: Path | None = None
     agent_url: str | None = None
+    agent_credential: AgentCredential = field(default_factory=AgentCredential)
     record: Path | None = None
     golden: Path | None = None
     metrics: tuple[str, ...] = ()

@@ -85,6 +85,7 @@ def _from_agent(
             timeout_s=options.client.timeout_s,
             progress=options.run.progress,
             trace=trace,
+            credential=options.agent_credential,
         )
     )
     if options.record:

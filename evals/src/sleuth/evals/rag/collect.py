@@ -26,6 +26,7 @@ import httpx
 from sleuth.core.names import EVAL_HEADER, TRACE_ID_HEADER
 from sleuth.evals.golden.cases import GoldenCase
 from sleuth.evals.progress import Progress
+from sleuth.evals.rag.agentauth import AgentCredential
 from sleuth.evals.rag.runner import Failure
 from sleuth.evals.traces import RecordedRun, parse_record, trace_id_of
 from sleuth.evals.tracing import EvalTrace
@@ -42,12 +43,18 @@ class Collected:
 
 
 async def _ask(
-    client: httpx.AsyncClient, url: str, question: str, headers: dict[str, str]
+    client: httpx.AsyncClient,
+    url: str,
+    question: str,
+    headers: dict[str, str],
+    credential: AgentCredential | None = None,
 ) -> dict[str, Any]:
     for _ in range(3):
-        # The header keeps the scheduled eval's questions out of the agent's online sampling.
+        # The eval header keeps the scheduled eval's questions out of the agent's online
+        # sampling (honoured for callers the agent grants evaluation).
+        auth = credential.headers() if credential is not None else {}
         resp = await client.post(
-            url, json={"question": question}, headers={**headers, EVAL_HEADER: "1"}
+            url, json={"question": question}, headers={**headers, **auth, EVAL_HEADER: "1"}
         )
         if resp.status_code == 429:
             await asyncio.sleep(min(30.0, float(resp.headers.get("Retry-After", "1") or 1)))
@@ -73,8 +80,10 @@ async def collect(
     timeout_s: float = 120.0,
     progress: bool = False,
     trace: EvalTrace | None = None,
+    credential: AgentCredential | None = None,
 ) -> Collected:
-    """Ask the agent every case; rows keep the order of ``cases``."""
+    """Ask the agent every case; rows keep the order of ``cases``. ``credential``: who the eval
+    is to the agent (a bearer token file or API key)."""
     spans = trace or EvalTrace.off()
     url = agent_url.rstrip("/") + "/v1/query"
     sem = asyncio.Semaphore(max(1, concurrency))
@@ -86,7 +95,7 @@ async def collect(
             """The agent's answer to ``case``, or why there is none (inside its span)."""
             try:
                 with spans.case(case.id, case.stratum) as headers:
-                    data = await _ask(client, url, case.question, headers)
+                    data = await _ask(client, url, case.question, headers, credential)
                     return data, parse_record({"id": case.id, **data})
             except httpx.TimeoutException:
                 return Failure(

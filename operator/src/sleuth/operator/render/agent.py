@@ -34,6 +34,7 @@ from sleuth.core.api.v1alpha1.agentdeployment import (
 )
 from sleuth.core.api.v1alpha1.onlineeval import OnlineEvalSettings, OnlineEvalSpec
 from sleuth.core.api.v1alpha1.toolbinding import EmbeddingSpec, ToolBindingSpec
+from sleuth.operator.render.access import access_config, access_volumes
 from sleuth.operator.render.meta import (
     Manifest,
     Owner,
@@ -153,8 +154,10 @@ def agent_config(
     spec: AgentDeploymentSpec,
     bindings: list[Binding],
     settings: RenderSettings,
+    eval_schedules: list[str] | None = None,
 ) -> AgentConfig:
-    """The agent's configuration file: model endpoint, tools in name order, limits, prompt."""
+    """The agent's configuration file: model endpoint, tools in name order, limits, prompt,
+    access (``eval_schedules``: the agent's EvalSchedules, whose Jobs it admits)."""
     agent = spec.agent
     parallel = agent.parallel_tool_calls
     if parallel is None:
@@ -194,6 +197,7 @@ def agent_config(
             **{name: getattr(agent.a2a, name) for name in A2ASpec.model_fields},
             public_url=AnyHttpUrl(agent_base_url(owner, settings)),
         ),
+        access=access_config(owner, agent.access, eval_schedules or [], settings),
     )
 
 
@@ -202,10 +206,11 @@ def render_agent(
     spec: AgentDeploymentSpec,
     bindings: list[Binding],
     settings: RenderSettings,
+    eval_schedules: list[str] | None = None,
 ) -> list[Manifest]:
     """ConfigMap + Deployment + Service of the agent service."""
     name = agent_name(owner)
-    config = agent_config(owner, spec, bindings, settings).to_file_dict()
+    config = agent_config(owner, spec, bindings, settings, eval_schedules).to_file_dict()
     data = {CONFIG_FILE: yaml.safe_dump(config, sort_keys=True, allow_unicode=True)}
     selector = selector_labels("agent", owner.name)
     env: list[Manifest] = [
@@ -221,6 +226,7 @@ def render_agent(
         env.append(secret_env(JUDGE_API_KEY_ENV, ref.name, ref.key))
     tracing = effective_tracing(spec.agent.tracing, settings.tracing)
     env += tracing_env(tracing, agent_trace_service(owner.name), owner.namespace, messages=True)
+    access_vols, access_mounts = access_volumes(spec.agent.access)
     container: Manifest = {
         "name": "agent",
         "image": spec.agent.image or settings.sleuth_image,
@@ -237,6 +243,7 @@ def render_agent(
         "volumeMounts": [
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
             {"name": "tmp", "mountPath": "/tmp"},
+            *access_mounts,
         ],
         **sleuth_probes(),
         "securityContext": hardened_container(),
@@ -259,6 +266,7 @@ def render_agent(
         settings=settings,
         in_flight_seconds=spec.agent.request_timeout_seconds,
     )
+    deployment["spec"]["template"]["spec"]["volumes"].extend(access_vols)
     children = [configmap, deployment, service]
     if spec.agent.replicas > 1:
         # Voluntary disruptions (a node drain) take at most one agent pod at a time.

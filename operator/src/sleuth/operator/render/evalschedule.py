@@ -28,6 +28,7 @@ from pathlib import PurePosixPath
 from sleuth.core.api.v1alpha1.common import SecretKeyRef
 from sleuth.core.api.v1alpha1.evalschedule import RAGAS_METRICS, TSA_METRIC, EvalScheduleSpec
 from sleuth.core.api.v1alpha1.tracing import TracingSpec
+from sleuth.operator.render.access import agent_audience
 from sleuth.operator.render.agent import agent_name
 from sleuth.operator.render.evalaccess import eval_account_name
 from sleuth.operator.render.meta import (
@@ -231,6 +232,31 @@ def _container(
     }
 
 
+AGENT_TOKEN_DIR = "/var/run/secrets/sleuth/agent"
+AGENT_TOKEN_VOLUME = "agent-token"
+
+
+def agent_token_volume(owner: Owner, target: EvalTarget) -> Manifest:
+    """The ``ragas`` container's credential towards the agent: a projected token of the Job's
+    ServiceAccount whose audience is the agent (it admits this schedule's ServiceAccount,
+    render/access.py); the kubelet rotates it."""
+    agent = Owner("AgentDeployment", target.agent, owner.namespace, "")
+    return {
+        "name": AGENT_TOKEN_VOLUME,
+        "projected": {
+            "sources": [
+                {
+                    "serviceAccountToken": {
+                        "path": "token",
+                        "audience": agent_audience(agent),
+                        "expirationSeconds": 3600,
+                    }
+                }
+            ]
+        },
+    }
+
+
 def eval_trace_service(schedule: str) -> str:
     """``service.name`` of a scheduled eval's spans."""
     return f"sleuth-eval-{schedule}"
@@ -257,9 +283,20 @@ def render_eval_cronjob(
     runs_tsa = TSA_METRIC in spec.metrics
     report = _report_env(owner, (int(runs_ragas) + int(runs_tsa)) * spec.parallelism)
     containers: list[Manifest] = []
+    volumes: list[Manifest] = [
+        _dataset_volume(spec),
+        {"name": "results", "emptyDir": {}},
+        {"name": "tmp", "emptyDir": {}},
+    ]
     if runs_ragas:
         traced = eval_tracing_env(owner, target, settings)
-        containers.append(_container("ragas", ragas, judge_key, spec, image, report, traced))
+        ragas += ["--agent-token-file", f"{AGENT_TOKEN_DIR}/token"]
+        container = _container("ragas", ragas, judge_key, spec, image, report, traced)
+        container["volumeMounts"].append(
+            {"name": AGENT_TOKEN_VOLUME, "mountPath": AGENT_TOKEN_DIR, "readOnly": True}
+        )
+        containers.append(container)
+        volumes.append(agent_token_volume(owner, target))
     if runs_tsa:
         tsa = tsa_args(spec, target)
         containers.append(_container("tsa", tsa, target.model_api_key, spec, image, report))
@@ -298,11 +335,7 @@ def render_eval_cronjob(
                                 "automountServiceAccountToken": True,
                                 "securityContext": hardened_pod(),
                                 "containers": containers,
-                                "volumes": [
-                                    _dataset_volume(spec),
-                                    {"name": "results", "emptyDir": {}},
-                                    {"name": "tmp", "emptyDir": {}},
-                                ],
+                                "volumes": volumes,
                             },
                             settings,
                         ),

@@ -66,6 +66,10 @@ class RenderSettings:
     # NetworkPolicy peers admitted to the agent, model server and tool service ports besides
     # their callers (the chart's networkPolicy.metricsFrom: Prometheus); render/netpol.py.
     metrics_peers: list[dict[str, Any]] = field(default_factory=list)
+    # The cluster's ServiceAccount token issuer (kube-apiserver --service-account-issuer): the
+    # agents accept its tokens (render/access.py). The operator reads it from the API server's
+    # /.well-known/openid-configuration at start unless told.
+    service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
 
 
 def place_workload(pod_spec: Manifest, settings: RenderSettings) -> Manifest:

@@ -23,15 +23,20 @@ from sleuth.operator.render.tool import render_tool
 
 
 def agent_children(
-    owner: Owner, spec: AgentDeploymentSpec, bindings: list[Binding], settings: RenderSettings
+    owner: Owner,
+    spec: AgentDeploymentSpec,
+    bindings: list[Binding],
+    settings: RenderSettings,
+    eval_schedules: list[str] | None = None,
 ) -> list[Manifest]:
-    """An AgentDeployment's children: the model server (when it serves one), then the agent."""
+    """An AgentDeployment's children: the model server (when it serves one), then the agent
+    (``eval_schedules``: the names of its EvalSchedules, admitted as its callers)."""
     model: list[Manifest] = []
     if spec.model.serves:
         model = [model_network_policy(owner, settings), *render_model(owner, spec.model, settings)]
     agent = [
         agent_network_policy(owner, spec, bindings, settings),
-        *render_agent(owner, spec, bindings, settings),
+        *render_agent(owner, spec, bindings, settings, eval_schedules),
     ]
     return model + agent
 

@@ -25,6 +25,7 @@ from sleuth.core.api.fields import (
     SystemPrompt,
     ToolCalling,
 )
+from sleuth.core.api.v1alpha1.access import AccessSpec
 from sleuth.core.api.v1alpha1.common import Resources, SecretKeyRef, SpecModel, StatusModel
 from sleuth.core.api.v1alpha1.contexts import (
     CONTEXT_LIMITS,
@@ -435,6 +436,13 @@ class AgentSpec(SpecModel):
     resources: Resources | None = Field(
         default=None, description="CPU and memory of each agent pod."
     )
+    access: AccessSpec = Field(
+        default_factory=AccessSpec,
+        description="Who may call the agent (default deny: only this agent's EvalSchedules' "
+        "Jobs unless callers are listed) and what each caller may see; every request leaves "
+        "an audit record on the agent's output.",
+        json_schema_extra={"default": {}},
+    )
 
 
 class AgentDeploymentSpec(SpecModel):
@@ -467,6 +475,11 @@ class AgentDeploymentStatus(StatusModel):
     agent_card_url: str | None = Field(
         default=None,
         description="URL of the agent's A2A card (absent when spec.agent.a2a.enabled is false).",
+    )
+    agent_audience: str | None = Field(
+        default=None,
+        description="The audience a ServiceAccount token must name to call the agent (a "
+        "projected token's audience).",
     )
     tools: list[BoundTool] | None = Field(
         default=None, description="Tools bound through ToolBindings, in name order."
