@@ -4,8 +4,9 @@ Each distribution declares its subcommands as entry points in the group ``sleuth
 (``name = "module:function"``, the function adding its parser and setting ``func``, called with
 the parsed namespace and returning an exit code). An image therefore offers exactly the commands
 of what it installs: the operator's image has ``sleuth operator`` and ``sleuth crds``, not
-``sleuth eval``. This module only lists them, so ``sleuth --help`` never imports the heavy
-dependencies of other commands, and ``sleuth NAME`` imports only NAME's module.
+``sleuth eval``. ``sleuth NAME`` imports only NAME's module; ``sleuth --help`` imports every
+installed command's module to list it (their imports are at module level, so in the full image
+that includes the agent's app: a few seconds).
 """
 
 from __future__ import annotations
