@@ -28,6 +28,7 @@ from sleuth.operator.loop.metrics import serve
 from sleuth.operator.loop.runtime import LoopSettings
 from sleuth.operator.loop.scope import restrict_to_namespaces
 from sleuth.operator.loop.workqueue import Backoff
+from sleuth.operator.monitoring import MonitoringSettingsError, rule_labels, series_namespace_label
 from sleuth.operator.render.meta import RenderSettings
 from sleuth.operator.render.tracing import TracingDefaults
 
@@ -83,6 +84,14 @@ def operator_settings(
         )
     except ValueError as err:
         raise SystemExit(f"sleuth operator: --tracing-*: {err}") from None
+    try:
+        labels = rule_labels(args.prometheus_rule_label or ())
+    except MonitoringSettingsError as err:
+        raise SystemExit(f"sleuth operator: --prometheus-rule-label: {err}") from None
+    try:
+        namespace_label = series_namespace_label(args.series_namespace_label or "namespace")
+    except MonitoringSettingsError as err:
+        raise SystemExit(f"sleuth operator: --series-namespace-label: {err}") from None
     loop = LoopSettings(
         kubeconfig=args.kubeconfig or None,
         namespaces=tuple(args.namespace or ()),
@@ -91,7 +100,10 @@ def operator_settings(
         shutdown_seconds=args.shutdown_seconds,
         backoff=Backoff(base=args.backoff_base_seconds, cap=args.backoff_max_seconds),
     )
-    return OperatorSettings(loop=loop, render=dataclasses.replace(render, tracing=tracing))
+    render = dataclasses.replace(
+        render, tracing=tracing, rule_labels=labels, series_namespace_label=namespace_label
+    )
+    return OperatorSettings(loop=loop, render=render)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -63,6 +63,13 @@ class RenderSettings:
     # OpenTelemetry export of agents and tool services unless spec.agent.tracing says otherwise:
     # the chart's tracing values (render/tracing.py). Off by default.
     tracing: TracingDefaults = field(default_factory=TracingDefaults)
+    # What a platform's Prometheus needs of the EvalSchedules' PrometheusRules
+    # (render/evalrules.py): extra labels its ruleSelector matches (the chart's
+    # metrics.prometheusRule.labels, e.g. release=kube-prometheus-stack), and the label under which
+    # it stores the EvalSchedule's namespace of the operator's series: "namespace" when the
+    # operator is scraped with honorLabels, "exported_namespace" when not.
+    rule_labels: dict[str, str] = field(default_factory=dict)
+    series_namespace_label: str = "namespace"
 
 
 def place_workload(pod_spec: Manifest, settings: RenderSettings) -> Manifest:
