@@ -33,7 +33,7 @@ from sleuth.core.kube import (
 from sleuth.operator.bindings import bindings_for
 from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
 from sleuth.operator.errors import FirstRolloutHeld, InvalidSpec
-from sleuth.operator.loop.rollout import PROGRESS_DEADLINE_EXCEEDED, Rollout, rollout
+from sleuth.operator.loop.rollout import Rollout, rollout
 from sleuth.operator.reconcile_common import (
     Context,
     SecretCheck,
@@ -54,7 +54,12 @@ from sleuth.operator.render.agent import (
 from sleuth.operator.render.meta import Owner
 from sleuth.operator.render.model import model_endpoint, model_name, render_model
 from sleuth.operator.render.tool import tool_endpoint, tool_service_name
-from sleuth.operator.status import Cond, invalid_conditions, progressing_condition
+from sleuth.operator.status import (
+    Cond,
+    invalid_conditions,
+    progressing_condition,
+    stuck_condition,
+)
 
 STATUS_KEYS = ("model", "modelEndpoint", "agentEndpoint", "agentCardUrl", "tools", "toolNames")
 
@@ -204,8 +209,9 @@ def _conditions(
         ready = Cond("Ready", "True", "Ready", f"model and agent serving; {len(tools)} tools bound")
     progressing = progressing_condition(rollouts)
     down = [t["name"] for t in tools if not t["ready"]]
-    if progressing.reason == PROGRESS_DEADLINE_EXCEEDED:
-        degraded = Cond("Degraded", "True", progressing.reason, progressing.message)
+    stuck = stuck_condition(rollouts, progressing)
+    if stuck is not None:
+        degraded = stuck
     elif down:
         degraded = Cond("Degraded", "True", "ToolsNotReady", "tools not ready: " + ", ".join(down))
     else:
