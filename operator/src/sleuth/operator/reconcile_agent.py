@@ -199,12 +199,9 @@ def _conditions(
     down."""
     waiting = [r for r in rollouts if not r.ready]
     if waiting:
-        reason = (
-            "ModelNotReady"
-            if waiting[0] is rollouts[0] and len(rollouts) == 2
-            else ("AgentNotReady")
-        )
-        ready = Cond("Ready", "False", reason, "; ".join(r.describe() for r in waiting))
+        model_first = waiting[0] is rollouts[0] and len(rollouts) == 2
+        message = "; ".join(r.describe() for r in waiting)
+        ready = Cond("Ready", "False", "ModelNotReady" if model_first else "AgentNotReady", message)
     else:
         ready = Cond("Ready", "True", "Ready", f"model and agent serving; {len(tools)} tools bound")
     progressing = progressing_condition(rollouts)
