@@ -212,8 +212,8 @@ def test_every_runbook_link_leads_to_a_page_and_the_operator_uses_the_same_base(
     helm: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The chart's alerts and every EvalSchedule's link <runbookBaseUrl>/<Alert>.md, one base."""
-    from sleuth.operator.settings import settings_from_env
     from sleuth.operator.render.meta import DEFAULT_RUNBOOK_BASE_URL
+    from sleuth.operator.settings import settings_from_env
 
     docs = documents(template(helm, VALUE_SETS["monitoring"]))
     (rule,) = find(docs, "PrometheusRule")

@@ -11,13 +11,7 @@ its creation (``RAGEvalStale``) until a run succeeds.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -27,7 +21,6 @@ from typing import Any
 import pytest
 import yaml
 
-from sleuth.core.process import free_port, stop_process, wait_healthy
 from tests.operator.eval_metrics_kit import (
     AGENT,
     apply,
@@ -37,10 +30,10 @@ from tests.operator.eval_metrics_kit import (
     run_status,
     schedule,
 )
+from tests.operator.prometheus_kit import PROMETHEUS, Prometheus, start_prometheus
 from tests.support.golden import golden_configmap
 from tests.support.polling import eventually
 
-PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 pytestmark = [
     pytest.mark.cluster,
     pytest.mark.slow,
@@ -60,90 +53,26 @@ GOOD = {
 }
 
 
-class Prometheus:
-    """A Prometheus server on a free port, asked through its HTTP API."""
-
-    def __init__(self, port: int, log: Path) -> None:
-        self.url = f"http://127.0.0.1:{port}"
-        self.log = log
-
-    def get(self, path: str, **params: str) -> Any:
-        query = f"?{urllib.parse.urlencode(params)}" if params else ""
-        try:
-            with urllib.request.urlopen(f"{self.url}{path}{query}", timeout=10) as response:
-                body = response.read().decode()
-        except (urllib.error.URLError, ConnectionError):
-            return None
-        return json.loads(body) if path.startswith("/api/") else body
-
-    def ready(self) -> bool:
-        return self.get("/-/ready") is not None
-
-    def alerts(self, namespace: str, schedule: str = NAME) -> list[dict[str, Any]]:
-        """Active (pending or firing) alerts of one EvalSchedule."""
-        answer = self.get("/api/v1/alerts")
-        assert answer, "Prometheus did not answer"
-        assert answer["status"] == "success", answer
-        return [
-            a
-            for a in answer["data"]["alerts"]
-            if a["labels"].get("namespace") == namespace
-            and a["labels"].get("eval_schedule") == schedule
-        ]
-
-    def value(self, query: str) -> float | None:
-        answer = self.get("/api/v1/query", query=query) or {}
-        result = (answer.get("data") or {}).get("result") or []
-        return float(result[0]["value"][1]) if result else None
-
-
 @contextmanager
 def prometheus(
     tmp_path: Path, operator_port: int, groups: list[dict[str, Any]]
 ) -> Iterator[Prometheus]:
     rules = tmp_path / "rules.yaml"
     rules.write_text(yaml.safe_dump({"groups": groups}), encoding="utf-8")
-    config = tmp_path / "prometheus.yaml"
-    config.write_text(
-        yaml.safe_dump(
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(rules)],
+        "scrape_configs": [
             {
-                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                "rule_files": [str(rules)],
-                "scrape_configs": [
-                    {
-                        "job_name": "sleuth-operator",
-                        "honor_labels": True,
-                        "scrape_timeout": "1s",
-                        "static_configs": [{"targets": [f"127.0.0.1:{operator_port}"]}],
-                    }
-                ],
+                "job_name": "sleuth-operator",
+                "honor_labels": True,
+                "scrape_timeout": "1s",
+                "static_configs": [{"targets": [f"127.0.0.1:{operator_port}"]}],
             }
-        ),
-        encoding="utf-8",
-    )
-    port = free_port()
-    log = tmp_path / "prometheus.log"
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [
-                PROMETHEUS,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--log.level=warn",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    server = Prometheus(port, log)
-    try:
-        wait_healthy(f"{server.url}/-/ready", proc, timeout=60, interval=0.5, name="Prometheus")
+        ],
+    }
+    with start_prometheus(tmp_path, config) as server:
         yield server
-    except BaseException:
-        print(f"--- prometheus log ---\n{log.read_text(errors='replace')[-4000:]}")
-        raise
-    finally:
-        stop_process(proc, timeout=20)
 
 
 def _now() -> str:
@@ -184,7 +113,7 @@ def test_low_faithfulness_goes_pending_then_firing_and_a_failed_run_fires(
                 what="Prometheus scraped the good faithfulness",
             )
             assert prom.value(f"sleuth_eval_last_run_failed{{{where}}}") == 0
-            assert prom.alerts(namespace) == []
+            assert prom.alerts(namespace, NAME) == []
 
             # A low faithfulness: its 20s average sinks below 0.80, pending for 5s, then firing.
             low = {**GOOD, "faithfulness": 0.5}
@@ -212,7 +141,7 @@ def test_low_faithfulness_goes_pending_then_firing_and_a_failed_run_fires(
             assert "rag_faithfulness_score" in annotations["description"]
             assert 0.5 <= float(firing["value"]) < 0.8  # the 20s average, not the raw score
             # Every other score is above its threshold: only faithfulness alerts.
-            assert {a["labels"]["alertname"] for a in prom.alerts(namespace)} == {
+            assert {a["labels"]["alertname"] for a in prom.alerts(namespace, NAME)} == {
                 "RAGFaithfulnessLow"
             }
 

@@ -8,9 +8,9 @@ import pytest
 
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec
 from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
-from sleuth.operator.settings import settings_from_env
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.model import render_model
+from sleuth.operator.settings import settings_from_env
 
 pytestmark = pytest.mark.unit
 

@@ -73,6 +73,21 @@ def register(subparsers: Any) -> None:
         "default: none)",
     )
     parser.add_argument(
+        "--prometheus-rule-label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="label every EvalSchedule's PrometheusRule with KEY=VALUE (repeatable), e.g. "
+        "release=kube-prometheus-stack for a Prometheus whose ruleSelector wants it",
+    )
+    parser.add_argument(
+        "--series-namespace-label",
+        default="namespace",
+        help="the label under which Prometheus keeps the EvalSchedule's namespace of the "
+        "operator's series, which the EvalSchedules' alerts select on: namespace (scraped with "
+        "honorLabels, the default) or exported_namespace (scraped without)",
+    )
+    parser.add_argument(
         "--resync-seconds",
         type=float,
         default=300.0,

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
 
 import kopf
 from kopf._core.engines.peering import Identity  # a NewType of str, not re-exported
@@ -29,7 +27,7 @@ from sleuth.operator.loop.metrics import serve
 from sleuth.operator.loop.runtime import LoopSettings
 from sleuth.operator.loop.scope import restrict_to_namespaces
 from sleuth.operator.loop.workqueue import Backoff
-from sleuth.operator.render.meta import RenderSettings
+from sleuth.operator.monitoring import MonitoringSettingsError, rule_labels, series_namespace_label
 from sleuth.operator.render.netpol import parse_peers
 from sleuth.operator.render.tracing import TracingDefaults
 from sleuth.operator.settings import settings_from_env
@@ -60,6 +58,14 @@ def operator_settings(
         peers = parse_peers(args.network_policy_metrics_from or "")
     except ValueError as err:
         raise SystemExit(f"sleuth operator: --network-policy-metrics-from: {err}") from None
+    try:
+        labels = rule_labels(args.prometheus_rule_label or ())
+    except MonitoringSettingsError as err:
+        raise SystemExit(f"sleuth operator: --prometheus-rule-label: {err}") from None
+    try:
+        namespace_label = series_namespace_label(args.series_namespace_label or "namespace")
+    except MonitoringSettingsError as err:
+        raise SystemExit(f"sleuth operator: --series-namespace-label: {err}") from None
     loop = LoopSettings(
         kubeconfig=args.kubeconfig or None,
         namespaces=tuple(args.namespace or ()),
@@ -68,8 +74,14 @@ def operator_settings(
         shutdown_seconds=args.shutdown_seconds,
         backoff=Backoff(base=args.backoff_base_seconds, cap=args.backoff_max_seconds),
     )
-    return OperatorSettings(loop=loop, render=dataclasses.replace(render, tracing=tracing, metrics_peers=peers)
+    render = dataclasses.replace(
+        render,
+        tracing=tracing,
+        metrics_peers=peers,
+        rule_labels=labels,
+        series_namespace_label=namespace_label,
     )
+    return OperatorSettings(loop=loop, render=render)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,4 +122,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["operator_settings", "run", "settings_from_env", "workload_placement"]
+__all__ = ["operator_settings", "run"]

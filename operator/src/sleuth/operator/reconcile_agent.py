@@ -26,8 +26,8 @@ from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
     CONFIG_MAP,
     DEPLOYMENT,
-    NETWORK_POLICY,
     EVAL_SCHEDULE,
+    NETWORK_POLICY,
     POD_DISRUPTION_BUDGET,
     SERVICE,
     TOOL_BINDING,
@@ -36,7 +36,7 @@ from sleuth.operator.accesscheck import check_key_secrets
 from sleuth.operator.bindings import bindings_for
 from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
 from sleuth.operator.errors import FirstRolloutHeld, InvalidSpec
-from sleuth.operator.loop.rollout import PROGRESS_DEADLINE_EXCEEDED, Rollout, rollout
+from sleuth.operator.loop.rollout import Rollout, rollout
 from sleuth.operator.reconcile_common import (
     Context,
     SecretCheck,
@@ -54,7 +54,12 @@ from sleuth.operator.render.meta import Owner
 from sleuth.operator.render.model import model_endpoint, model_name
 from sleuth.operator.render.owned import agent_children
 from sleuth.operator.render.tool import tool_endpoint, tool_service_name
-from sleuth.operator.status import Cond, invalid_conditions, progressing_condition
+from sleuth.operator.status import (
+    Cond,
+    invalid_conditions,
+    progressing_condition,
+    stuck_condition,
+)
 
 STATUS_KEYS = (
     "model",
@@ -204,18 +209,16 @@ def _conditions(
     down."""
     waiting = [r for r in rollouts if not r.ready]
     if waiting:
-        reason = (
-            "ModelNotReady"
-            if waiting[0] is rollouts[0] and len(rollouts) == 2
-            else ("AgentNotReady")
-        )
-        ready = Cond("Ready", "False", reason, "; ".join(r.describe() for r in waiting))
+        model_first = waiting[0] is rollouts[0] and len(rollouts) == 2
+        message = "; ".join(r.describe() for r in waiting)
+        ready = Cond("Ready", "False", "ModelNotReady" if model_first else "AgentNotReady", message)
     else:
         ready = Cond("Ready", "True", "Ready", f"model and agent serving; {len(tools)} tools bound")
     progressing = progressing_condition(rollouts)
     down = [t["name"] for t in tools if not t["ready"]]
-    if progressing.reason == PROGRESS_DEADLINE_EXCEEDED:
-        degraded = Cond("Degraded", "True", progressing.reason, progressing.message)
+    stuck = stuck_condition(rollouts, progressing)
+    if stuck is not None:
+        degraded = stuck
     elif down:
         degraded = Cond("Degraded", "True", "ToolsNotReady", "tools not ready: " + ", ".join(down))
     else:

@@ -18,7 +18,6 @@ from sleuth.core.kube import (
 from sleuth.operator.bindings import bindings_for, parse_binding
 from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
 from sleuth.operator.errors import InvalidSpec
-from sleuth.operator.loop.rollout import PROGRESS_DEADLINE_EXCEEDED
 from sleuth.operator.reconcile_common import (
     Context,
     check_secrets,
@@ -31,10 +30,10 @@ from sleuth.operator.reconcile_common import (
 from sleuth.operator.render.owned import tool_children
 from sleuth.operator.render.tool import SECRET_ENV, secret_refs, tool_endpoint
 from sleuth.operator.status import (
-    PROGRESS_DEADLINE_EXCEEDED,
     Cond,
     invalid_conditions,
     progressing_condition,
+    stuck_condition,
 )
 
 STATUS_KEYS = ("toolName", "endpoint")
@@ -103,8 +102,7 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     else:
         ready = Cond("Ready", "True", "Ready", f"{spec.tool_name} is served for agent {agent_name}")
         degraded = Cond("Degraded", "False", "AsExpected", "tool service ready")
-    if progressing.reason == PROGRESS_DEADLINE_EXCEEDED:
-        degraded = Cond("Degraded", "True", progressing.reason, progressing.message)
+    degraded = stuck_condition([service], progressing) or degraded
     conditions = rejected_conditions(
         refused, secret_conditions(secrets, ready, progressing, degraded)
     )

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sleuth.operator.loop.rollout import PROGRESS_DEADLINE_EXCEEDED, Rollout
+from sleuth.operator.loop.rollout import PROGRESS_DEADLINE_EXCEEDED, REPLICA_FAILURE, Rollout
 
 Status = Literal["True", "False", "Unknown"]
 CONDITION_ORDER = ("Ready", "Progressing", "Degraded")
@@ -38,6 +38,19 @@ def progressing_condition(rollouts: list[Rollout]) -> Cond:
     if moving:
         return Cond("Progressing", "True", "RollingOut", "; ".join(r.describe() for r in moving))
     return Cond("Progressing", "False", "Complete", "no rollout in progress")
+
+
+def stuck_condition(rollouts: list[Rollout], progressing: Cond) -> Cond | None:
+    """``Degraded=True`` of a resource whose pods cannot come: ``ReplicaFailure`` while a
+    Deployment's ReplicaSet cannot create its pods (the message has the apiserver's refusal,
+    e.g. a Pod Security violation), else ``ProgressDeadlineExceeded`` once a rollout gave up
+    (``progressing`` says so); None when neither."""
+    refused = [r for r in rollouts if r.replica_failure]
+    if refused:
+        return Cond("Degraded", "True", REPLICA_FAILURE, "; ".join(r.describe() for r in refused))
+    if progressing.reason == PROGRESS_DEADLINE_EXCEEDED:
+        return Cond("Degraded", "True", progressing.reason, progressing.message)
+    return None
 
 
 MAX_SCHEDULER_MESSAGE = 512
@@ -161,5 +174,6 @@ __all__ = [
     "progressing_condition",
     "settle",
     "status_patch",
+    "stuck_condition",
     "unschedulable",
 ]

@@ -32,6 +32,10 @@ class Rollout:
     max_unavailable: int = 0  # the strategy's maxUnavailable, resolved against ``desired``
     stalled: bool = False  # the Deployment's Progressing condition says ProgressDeadlineExceeded
     unschedulable: str = ""  # the scheduler's reason a pod of it cannot be placed, if any
+    # Why its ReplicaSet cannot create pods (the Deployment's ReplicaFailure condition, which the
+    # Deployment controller copies from the ReplicaSet: FailedCreate, e.g. a pod refused by Pod
+    # Security admission, a quota, a webhook); empty when it can.
+    replica_failure: str = ""
 
     @property
     def minimum(self) -> int:
@@ -71,6 +75,8 @@ class Rollout:
         old = self.total - self.updated
         if old > 0 and self.updated >= self.desired:
             text += f", {old} old pending termination"
+        if self.replica_failure:
+            text += f"; pods cannot be created: {self.replica_failure}"
         if self.stalled:
             text += "; progress deadline exceeded"
         return f"{text}; {self.unschedulable}" if self.unschedulable else text
@@ -88,6 +94,14 @@ def rollout(name: str, deployment: dict[str, Any] | None) -> Rollout:
         c.get("type") == "Progressing" and c.get("reason") == PROGRESS_DEADLINE_EXCEEDED
         for c in status.get("conditions") or []
     )
+    failure = next(
+        (
+            c
+            for c in status.get("conditions") or []
+            if c.get("type") == REPLICA_FAILURE and c.get("status") == "True"
+        ),
+        None,
+    )
     return Rollout(
         name=name,
         exists=True,
@@ -98,10 +112,23 @@ def rollout(name: str, deployment: dict[str, Any] | None) -> Rollout:
         total=int(status.get("replicas", 0)),
         max_unavailable=max_unavailable(spec.get("strategy"), desired),
         stalled=stalled,
+        replica_failure=_failure_text(failure),
     )
 
 
+def _failure_text(condition: dict[str, Any] | None) -> str:
+    """``<reason>: <message>`` of a ReplicaFailure condition, at most
+    :data:`MAX_FAILURE_MESSAGE` characters; empty for none."""
+    if condition is None:
+        return ""
+    reason = str(condition.get("reason") or "ReplicaFailure")
+    message = str(condition.get("message") or "no message given")
+    return f"{reason}: {message}"[:MAX_FAILURE_MESSAGE]
+
+
 PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
+REPLICA_FAILURE = "ReplicaFailure"  # a Deployment condition type, and the reason sleuth reports
+MAX_FAILURE_MESSAGE = 512
 DEFAULT_ROLLING = "25%"  # the apiserver's default maxSurge and maxUnavailable
 
 
@@ -136,6 +163,7 @@ def _scaled(value: int | str, total: int, *, round_up: bool) -> int:
 __all__ = [
     "DEFAULT_ROLLING",
     "PROGRESS_DEADLINE_EXCEEDED",
+    "REPLICA_FAILURE",
     "Rollout",
     "max_unavailable",
     "rollout",

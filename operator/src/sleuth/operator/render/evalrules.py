@@ -15,6 +15,13 @@ averaged over the agent's pods), labelled ``source="online"``.
 for ``spec.alerts.staleAfter`` (default: twice the longest gap between runs of the schedule; not
 rendered while the schedule is suspended). Every alert links its runbook,
 ``docs/runbooks/<AlertName>.md``.
+
+What a platform's Prometheus needs (docs/install.md, "Alerts on kube-prometheus-stack"): the
+PrometheusRule carries the operator-wide ``rule_labels`` besides its own (a ``ruleSelector``
+such as ``release: kube-prometheus-stack`` selects it), and when the operator is scraped without
+``honorLabels`` the EvalSchedule's namespace of the operator's series is ``exported_namespace``
+(``series_namespace_label``): the rules select on that label and put ``namespace`` back on the
+alert, so that alerts route by the agent's namespace either way.
 """
 
 from __future__ import annotations
@@ -135,14 +142,25 @@ def stale_after_seconds(spec: EvalScheduleSpec) -> float | None:
     return None if gap is None else 2.0 * gap
 
 
-def _selector(owner: Owner, agent: str, *extra: str) -> str:
+def _selector(owner: Owner, agent: str, settings: RenderSettings, *extra: str) -> str:
+    """The operator's series of this EvalSchedule (namespace under the label Prometheus keeps it
+    in: ``settings.series_namespace_label``)."""
+    keys = (settings.series_namespace_label, *SCHEDULE_LABELS[1:])
     values = (owner.namespace, agent, owner.name)
-    pairs = [f'{k}="{v}"' for k, v in zip(SCHEDULE_LABELS, values, strict=True)]
+    pairs = [f'{k}="{v}"' for k, v in zip(keys, values, strict=True)]
     return ", ".join([*pairs, *extra])
 
 
-def _labels(owner: Owner, spec: EvalScheduleSpec, **extra: str) -> dict[str, str]:
-    return {"severity": spec.alerts.severity, "eval_schedule": owner.name, **extra}
+def _labels(
+    owner: Owner, spec: EvalScheduleSpec, settings: RenderSettings | None, **extra: str
+) -> dict[str, str]:
+    """Alert labels; ``settings`` None for a rule over the agent pods' own series (whose
+    ``namespace`` is their pods', whatever the operator's scrape does)."""
+    labels = {"severity": spec.alerts.severity, "eval_schedule": owner.name, **extra}
+    if settings is not None and settings.series_namespace_label != SCHEDULE_LABELS[0]:
+        # The scrape's own namespace label is the operator's: the alert routes by the agent's.
+        labels[SCHEDULE_LABELS[0]] = owner.namespace
+    return labels
 
 
 def _annotations(alert: str, summary: str, description: str, settings: RenderSettings) -> Manifest:
@@ -159,12 +177,12 @@ def _score_rule(
     threshold = a.threshold(spec.thresholds)
     window, hold = spec.alerts.window, spec.alerts.for_
     extra = [f'{k}="{v}"' for k, v in a.extra_selector]
-    selector = _selector(owner, agent, *extra, f'{SOURCE_LABEL}!="{SOURCE_ONLINE}"')
+    selector = _selector(owner, agent, settings, *extra, f'{SOURCE_LABEL}!="{SOURCE_ONLINE}"')
     return {
         "alert": a.alert,
         "expr": f"avg_over_time({a.series}{{{selector}}}[{window}]) < {threshold:g}",
         "for": hold,
-        "labels": _labels(owner, spec),
+        "labels": _labels(owner, spec, settings),
         "annotations": _annotations(
             a.alert,
             f"{a.what.capitalize()} of agent {owner.namespace}/{agent} is below {threshold:g}.",
@@ -188,7 +206,7 @@ def _online_rule(
         "expr": f"avg by (namespace, {AGENT_LABEL}) "
         f"(avg_over_time({a.series}{{{selector}}}[{window}])) < {threshold:g}",
         "for": hold,
-        "labels": _labels(owner, spec, **{SOURCE_LABEL: SOURCE_ONLINE}),
+        "labels": _labels(owner, spec, None, **{SOURCE_LABEL: SOURCE_ONLINE}),
         "annotations": _annotations(
             a.alert,
             f"{a.what.capitalize()} of agent {owner.namespace}/{agent} on live traffic is "
@@ -208,8 +226,8 @@ def _failing_rule(
     where = f"{owner.namespace}/{owner.name}"
     return {
         "alert": FAILING_ALERT,
-        "expr": f"{LAST_RUN_FAILED}{{{_selector(owner, agent)}}} == 1",
-        "labels": _labels(owner, spec),
+        "expr": f"{LAST_RUN_FAILED}{{{_selector(owner, agent, settings)}}} == 1",
+        "labels": _labels(owner, spec, settings),
         "annotations": _annotations(
             FAILING_ALERT,
             f"The last evaluation run of agent {owner.namespace}/{agent} failed.",
@@ -227,8 +245,9 @@ def _stale_rule(
     where, after = f"{owner.namespace}/{owner.name}", human_duration(seconds)
     return {
         "alert": STALE_ALERT,
-        "expr": f"time() - {LAST_SUCCESS_TIMESTAMP}{{{_selector(owner, agent)}}} > {seconds:g}",
-        "labels": _labels(owner, spec),
+        "expr": f"time() - {LAST_SUCCESS_TIMESTAMP}"
+        f"{{{_selector(owner, agent, settings)}}} > {seconds:g}",
+        "labels": _labels(owner, spec, settings),
         "annotations": _annotations(
             STALE_ALERT,
             f"No evaluation run of agent {owner.namespace}/{agent} has succeeded for over {after}.",
@@ -239,6 +258,14 @@ def _stale_rule(
             settings,
         ),
     }
+
+
+def _rule_metadata(owner: Owner, agent: str, settings: RenderSettings) -> Manifest:
+    """The PrometheusRule's metadata: the operator's labels plus ``settings.rule_labels`` (which
+    may not replace them: ``sleuth operator`` refuses such a label)."""
+    meta = metadata(rule_name(owner.name), owner, "eval", agent)
+    meta["labels"] = {**settings.rule_labels, **meta["labels"]}
+    return meta
 
 
 def render_eval_rules(owner: Owner, spec: EvalScheduleSpec, settings: RenderSettings) -> Manifest:
@@ -258,7 +285,7 @@ def render_eval_rules(owner: Owner, spec: EvalScheduleSpec, settings: RenderSett
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
-        "metadata": metadata(rule_name(owner.name), owner, "eval", agent),
+        "metadata": _rule_metadata(owner, agent, settings),
         "spec": {
             "groups": [{"name": f"sleuth-eval.{owner.namespace}.{owner.name}", "rules": rules}]
         },

@@ -70,6 +70,13 @@ class RenderSettings:
     # agents accept its tokens (render/access.py). The operator reads it from the API server's
     # /.well-known/openid-configuration at start unless told.
     service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
+    # What a platform's Prometheus needs of the EvalSchedules' PrometheusRules
+    # (render/evalrules.py): extra labels its ruleSelector matches (the chart's
+    # metrics.prometheusRule.labels, e.g. release=kube-prometheus-stack), and the label under which
+    # it stores the EvalSchedule's namespace of the operator's series: "namespace" when the
+    # operator is scraped with honorLabels, "exported_namespace" when not.
+    rule_labels: dict[str, str] = field(default_factory=dict)
+    series_namespace_label: str = "namespace"
 
 
 def place_workload(pod_spec: Manifest, settings: RenderSettings) -> Manifest:

@@ -381,7 +381,8 @@ class AgentSpec(SpecModel):
         default=None,
         min_length=1,
         max_length=512,
-        description="sleuth image running `sleuth agent`; defaults to the operator's own image.",
+        description="sleuth image running `sleuth agent`; defaults to the operator's "
+        "workload image (its `--image`, the chart's `image` value), not the operator's own image.",
     )
     max_iterations: MaxIterations = Field(
         default=5, description="Model turns allowed per request (1-10)."

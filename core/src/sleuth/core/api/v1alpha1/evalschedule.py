@@ -326,7 +326,8 @@ class EvalScheduleSpec(SpecModel):
         default=None,
         min_length=1,
         max_length=512,
-        description="sleuth image running `sleuth eval`; defaults to the operator's own.",
+        description="sleuth image running `sleuth eval`; defaults to the operator's "
+        "workload image (its `--image`, the chart's `image` value), not the operator's own image.",
     )
     resources: Resources | None = Field(
         default=None, description="CPU and memory of each eval pod."

@@ -457,7 +457,8 @@ class ToolBindingSpec(SpecModel):
         default=None,
         min_length=1,
         max_length=512,
-        description="sleuth image running `sleuth tool-service`; defaults to the operator's own.",
+        description="sleuth image running `sleuth tool-service`; defaults to the operator's "
+        "workload image (its `--image`, the chart's `image` value), not the operator's own image.",
     )
     resources: Resources | None = Field(
         default=None, description="CPU and memory of each tool service pod."
