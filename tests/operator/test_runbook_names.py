@@ -61,8 +61,8 @@ def exported_series() -> set[str]:
     --pushgateway`` pushes from a run by hand (``sleuth_eval_failed_rows``,
     ``agent_tool_selection_accuracy_by_tool``): the scheduled runs push nothing."""
     from sleuth.agent.metrics import AgentMetrics, OnlineEvalMetrics
-    from sleuth.tools.service.app import Metrics as ToolServiceMetrics
     from sleuth.operator.loop.metrics import OperatorMetrics
+    from sleuth.tools.service.app import Metrics as ToolServiceMetrics
 
     online = CollectorRegistry()
     OnlineEvalMetrics("a", online)

@@ -253,7 +253,8 @@ def metrics_peers(text: str) -> list[dict[str, Any]]:
         raise RenderError(f"--network-policy-metrics-from: {err}") from None
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """``sleuth render``'s body (its flags: :mod:`sleuth.operator.render_command`)."""
     try:
         settings = render_settings(args, os.environ)
         rendered = render_objects(read_inputs(args.filename, sys.stdin), settings, args.namespace)
@@ -267,48 +268,4 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if rendered.refused else 0
 
 
-def add_settings_flags(parser: argparse.ArgumentParser) -> None:
-    """The chart-level settings, as ``sleuth operator`` takes them."""
-    parser.add_argument("--image", help="sleuth image of agent, tool and eval pods")
-    parser.add_argument(
-        "--model-image", help="vLLM image of model servers whose spec.model.image is empty"
-    )
-    parser.add_argument(
-        "--workload-placement",
-        help='JSON {"nodeSelector": {...}, "tolerations": [...]} of the CPU pods',
-    )
-    parser.add_argument("--tracing-endpoint", default="", help="the operator's tracing default")
-    parser.add_argument("--tracing-sampling-ratio", type=float, default=1.0)
-    parser.add_argument("--tracing-capture-content", action="store_true")
-    parser.add_argument(
-        "--network-policy-metrics-from",
-        default="",
-        help="JSON list of NetworkPolicy peers admitted to the agent, model and tool ports "
-        "(Prometheus), e.g. the monitoring namespace (the chart's networkPolicy.metricsFrom)",
-    )
-
-
-def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "render",
-        help="print the children the operator would create for the given resources (no cluster)",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
-    )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        help="a file, a folder (its *.yaml, *.yml, *.json) or - (standard input); repeatable",
-    )
-    parser.add_argument(
-        "-n",
-        "--namespace",
-        default="default",
-        help="namespace of inputs that name none (default: default)",
-    )
-    add_settings_flags(parser)
-    parser.set_defaults(func=_run)
-
-
-__all__ = ["RenderError", "Rendered", "metrics_peers", "read_inputs", "register", "render_objects"]
+__all__ = ["RenderError", "Rendered", "metrics_peers", "read_inputs", "render_objects", "run"]

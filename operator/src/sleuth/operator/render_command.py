@@ -1,0 +1,65 @@
+"""``sleuth render``'s flags. Every ``sleuth`` command's module is imported to build ``sleuth
+--help``; this one holds the flags only, so that listing the commands does not import the
+renderers and reconcilers (and through them the Kubernetes client): the body is
+:mod:`sleuth.operator.rendercli`, imported when the command runs."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+DESCRIPTION = "sleuth render -f FILE|DIR: the children the operator would create, as YAML, offline."
+
+
+def _run(args: argparse.Namespace) -> int:
+    # Deferred on purpose: the body imports the renderers and the Kubernetes client (see above).
+    from sleuth.operator.rendercli import run
+
+    return run(args)
+
+
+def add_settings_flags(parser: argparse.ArgumentParser) -> None:
+    """The chart-level settings, as ``sleuth operator`` takes them."""
+    parser.add_argument("--image", help="sleuth image of agent, tool and eval pods")
+    parser.add_argument(
+        "--model-image", help="vLLM image of model servers whose spec.model.image is empty"
+    )
+    parser.add_argument(
+        "--workload-placement",
+        help='JSON {"nodeSelector": {...}, "tolerations": [...]} of the CPU pods',
+    )
+    parser.add_argument("--tracing-endpoint", default="", help="the operator's tracing default")
+    parser.add_argument("--tracing-sampling-ratio", type=float, default=1.0)
+    parser.add_argument("--tracing-capture-content", action="store_true")
+    parser.add_argument(
+        "--network-policy-metrics-from",
+        default="",
+        help="JSON list of NetworkPolicy peers admitted to the agent, model and tool ports "
+        "(Prometheus), e.g. the monitoring namespace (the chart's networkPolicy.metricsFrom)",
+    )
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "render",
+        help="print the children the operator would create for the given resources (no cluster)",
+        description=DESCRIPTION,
+    )
+    parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        help="a file, a folder (its *.yaml, *.yml, *.json) or - (standard input); repeatable",
+    )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        default="default",
+        help="namespace of inputs that name none (default: default)",
+    )
+    add_settings_flags(parser)
+    parser.set_defaults(func=_run)
+
+
+__all__ = ["add_settings_flags", "register"]
