@@ -79,7 +79,7 @@ def loop_settings(
         )
     except ValueError as err:
         raise SystemExit(f"sleuth operator: --tracing-*: {err}") from None
-    render = dataclasses.replace(render, tracing=tracing)
+    render = dataclasses.replace(render, tracing=tracing, **allowlist_settings(args))
     return LoopSettings(
         kubeconfig=args.kubeconfig or None,
         namespaces=tuple(args.namespace or ()),
@@ -89,6 +89,26 @@ def loop_settings(
         backoff=Backoff(base=args.backoff_base_seconds, cap=args.backoff_max_seconds),
         render=render,
     )
+
+
+def _entries(text: str) -> tuple[str, ...]:
+    return tuple(e.strip() for e in text.split(",") if e.strip())
+
+
+def allowlist_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """``--allowed-hosts``, ``--allowed-image-repositories`` and ``--cluster-domain`` as
+    RenderSettings fields; a malformed entry ends the operator with a message naming it."""
+    from sleuth.core.api.v1alpha1.allowlists import Allowlists
+
+    try:
+        allow = Allowlists(
+            hosts=_entries(args.allowed_hosts),
+            repositories=_entries(args.allowed_image_repositories),
+            cluster_domain=args.cluster_domain,
+        )
+    except ValueError as err:
+        raise SystemExit(f"sleuth operator: --allowed-*: {err}") from None
+    return {"allowlists": allow, "cluster_domain": args.cluster_domain}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -134,6 +154,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
+    from sleuth.core.api.v1alpha1.allowlists import OFFICIAL_VLLM_REPOSITORIES
+
     parser = subparsers.add_parser(
         "operator", help="run the operator that reconciles AgentDeployments and ToolBindings"
     )
@@ -178,6 +200,26 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="record prompt and completion text on spans, unless "
         "spec.agent.tracing.captureContent says otherwise (default: off)",
+    )
+    parser.add_argument(
+        "--allowed-hosts",
+        default="",
+        help="comma-separated https://host or https://*.suffix entries (http:// to allow plain "
+        "HTTP) that spec endpoints may name besides cluster Services "
+        "(<service>.<namespace>.svc[.<cluster domain>]); default: none",
+    )
+    parser.add_argument(
+        "--allowed-image-repositories",
+        default=",".join(OFFICIAL_VLLM_REPOSITORIES),
+        help="comma-separated image repositories (repo, or prefix/* for every repository below "
+        "it) that spec images may come from, besides those of --image and --model-image "
+        f"(default: {','.join(OFFICIAL_VLLM_REPOSITORIES)})",
+    )
+    parser.add_argument(
+        "--cluster-domain",
+        default="cluster.local",
+        help="the cluster's DNS domain, of the Service URLs it renders and allows "
+        "(default cluster.local)",
     )
     parser.add_argument(
         "--resync-seconds",

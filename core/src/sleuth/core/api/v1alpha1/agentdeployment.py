@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, JsonValue, model_validator
 
 from sleuth.core.api.fields import (
     GUIDED_FORMAT_DESCRIPTION,
@@ -25,6 +25,7 @@ from sleuth.core.api.fields import (
     SystemPrompt,
     ToolCalling,
 )
+from sleuth.core.api.quantity import parse_quantity
 from sleuth.core.api.v1alpha1.common import Condition, Resources, SecretKeyRef, SpecModel
 from sleuth.core.api.v1alpha1.contexts import (
     CONTEXT_LIMITS,
@@ -48,7 +49,13 @@ from sleuth.core.api.v1alpha1.parsers import (
     parser_rule,
 )
 from sleuth.core.api.v1alpha1.tracing import TracingSpec
-from sleuth.core.api.v1alpha1.vllmargs import ExtraArg, extra_args_rule, repeated_flag
+from sleuth.core.api.v1alpha1.vllmargs import (
+    ExtraArg,
+    extra_args_rule,
+    repeated_flag,
+    widening_flag,
+    widening_rule,
+)
 from sleuth.core.names import (
     ANSWER_RELEVANCY_SCORE,
     FAITHFULNESS_SCORE,
@@ -59,6 +66,7 @@ from sleuth.core.names import (
 DEFAULT_VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.11.0"
 DEFAULT_GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
 DEFAULT_MAX_MODEL_LEN = 16384
+GPU_RESOURCE = "nvidia.com/gpu"
 
 # Fields that only make sense when the operator serves the model.
 SERVING_FIELDS: tuple[str, ...] = (
@@ -74,6 +82,30 @@ SERVING_FIELDS: tuple[str, ...] = (
     "replicas",
     "resources",
 )
+
+
+_GPU_COUNT = (
+    "(has(self.gpu) ? self.gpu.count : has(self.tensorParallelSize) ? self.tensorParallelSize : 1)"
+)
+
+
+def _gpu_resource_rules() -> list[JsonValue]:
+    """CEL: ``spec.model.resources`` may name nvidia.com/gpu only as many as gpu.count."""
+    rules: list[JsonValue] = []
+    for field in ("limits", "requests"):
+        where = f"self.resources.{field}"
+        rules.append(
+            {
+                "rule": f"!has(self.resources) || !has({where}) || !('{GPU_RESOURCE}' in {where})"
+                f" || !isQuantity(string({where}['{GPU_RESOURCE}'])) || "
+                f"quantity(string({where}['{GPU_RESOURCE}'])).compareTo("
+                f"quantity(string({_GPU_COUNT}))) == 0",
+                "message": f"spec.model.resources.{field}.{GPU_RESOURCE} contradicts "
+                "spec.model.gpu.count (GPUs come from gpu.count: leave them out of resources)",
+                "fieldPath": f".resources.{field}",
+            }
+        )
+    return rules
 
 
 class GpuSpec(SpecModel):
@@ -175,6 +207,8 @@ class ModelSpec(SpecModel):
                 parser_rule(),
                 context_rule(),
                 extra_args_rule(),
+                widening_rule(),
+                *_gpu_resource_rules(),
             ]
         }
     )
@@ -303,11 +337,25 @@ class ModelSpec(SpecModel):
             and parser_mismatch(self.name, self.tool_call_parser, self.extra_args),
             self.max_model_len and context_excess(self.name, self.max_model_len),
             self.extra_args and repeated_flag(self.extra_args),
+            self.extra_args and widening_flag(self.extra_args),
+            self._gpu_resources_problem(),
         ]
         for problem in problems:
             if problem:
                 raise ValueError(problem)
         return self
+
+    def _gpu_resources_problem(self) -> str | None:
+        count = self.effective_gpu.count
+        for field in ("limits", "requests"):
+            found = getattr(self.resources, field, None) or {}
+            if GPU_RESOURCE in found and parse_quantity(found[GPU_RESOURCE]) != count:
+                return (
+                    f"spec.model.resources.{field}.{GPU_RESOURCE}: {found[GPU_RESOURCE]} "
+                    f"contradicts spec.model.gpu.count ({count}); GPUs come from gpu.count: "
+                    "leave them out of resources"
+                )
+        return None
 
     def _check_guided(self) -> None:
         if self.guided_format is not None and self.tool_calling != "guided":
