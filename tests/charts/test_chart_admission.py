@@ -41,7 +41,9 @@ def policies(kube: Any, namespace: str, helm: Path, crds: None) -> Iterator[list
         f"admission.imageRepositories={{{','.join(IMAGE_REPOSITORIES)}}}",
     ).stdout
     docs = documents(rendered)
-    chosen = find(docs, "ValidatingAdmissionPolicy") + find(docs, "ValidatingAdmissionPolicyBinding")
+    chosen = find(docs, "ValidatingAdmissionPolicy") + find(
+        docs, "ValidatingAdmissionPolicyBinding"
+    )
     assert len(chosen) == 6, "one policy and one binding per kind"
     kube.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(chosen))
     names = [f"{d['kind'].lower()}/{d['metadata']['name']}" for d in chosen]
@@ -83,11 +85,17 @@ def _web_search(url: str, image: str | None = None) -> dict[str, Any]:
 
 
 def _try(kube: Any, namespace: str, doc: dict[str, Any]) -> str:
-    """"" when the apiserver admits ``doc`` (server-side dry run: nothing is stored), else its
+    """ "" when the apiserver admits ``doc`` (server-side dry run: nothing is stored), else its
     error message."""
     out = kube.kubectl(
-        "create", "--dry-run=server", "-n", namespace, "-f", "-",
-        input=yaml.safe_dump(doc), check=False,
+        "create",
+        "--dry-run=server",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input=yaml.safe_dump(doc),
+        check=False,
     )
     return "" if out.returncode == 0 else out.stderr
 
@@ -108,7 +116,9 @@ def test_the_policies_refuse_what_the_operator_refuses(
     wrong = []
     for url, allowed in ENDPOINTS:
         error = _try(kube, namespace, _web_search(url))
-        if (error == "") != allowed or (error and "spec.webSearch.url: not an allowed" not in error):
+        if (error == "") != allowed or (
+            error and "spec.webSearch.url: not an allowed" not in error
+        ):
             wrong.append((url, allowed, error))
     for image, allowed in IMAGES:
         error = _try(kube, namespace, _web_search("https://search.example.com", image))
@@ -132,9 +142,7 @@ def test_every_kind_is_covered(kube: Any, namespace: str, policies: list[str]) -
         "agent": {"image": "docker.io/attacker/agent:1"},
     }
     assert "spec.agent.image: not an allowed image" in _try(kube, namespace, agent)
-    agent["spec"] = {
-        "model": {"name": "meta-llama/Llama-3.1-8B-Instruct", "image": "evil/vllm:1"}
-    }
+    agent["spec"] = {"model": {"name": "meta-llama/Llama-3.1-8B-Instruct", "image": "evil/vllm:1"}}
     assert "spec.model.image: not an allowed image" in _try(kube, namespace, agent)
     agent["spec"] = {
         "model": {"endpoint": "http://vllm.models.svc:8000/v1", "servedModelName": "llama"},

@@ -86,7 +86,9 @@ def test_a_secret_is_used_only_for_the_uses_its_annotation_names() -> None:
     assert not allows(db, use.kind, use.use)  # the database's Secret is not a search key
     assert not allows(None, use.kind, use.use)  # no annotation: no use
     assert not allows({"sleuth.dev/allowed-uses": ""}, use.kind, use.use)
-    assert allows({"sleuth.dev/allowed-uses": " ToolBinding/web_search , X"}, "ToolBinding", "web_search")
+    assert allows(
+        {"sleuth.dev/allowed-uses": " ToolBinding/web_search , X"}, "ToolBinding", "web_search"
+    )
     assert allows({"sleuth.dev/allowed-uses": "ToolBinding"}, "ToolBinding", "web_search")
     assert not allows({"sleuth.dev/allowed-uses": "ToolBinding/web"}, "ToolBinding", "web_search")
     assert not allows({"sleuth.dev/allowed-uses": "AgentDeployment"}, "ToolBinding", "web_search")
@@ -154,7 +156,7 @@ def test_a_refusal_names_the_field() -> None:
 
 
 def test_malformed_allowlist_entries_are_refused() -> None:
-    with pytest.raises(ValueError, match="allowed host 'search.example.com'"):
+    with pytest.raises(ValueError, match=r"allowed host 'search\.example\.com'"):
         Allowlists(hosts=("search.example.com",))
     with pytest.raises(ValueError, match="allowed image repository"):
         Allowlists(repositories=("Registry/Upper",))
@@ -178,15 +180,23 @@ SERVED = {"name": "meta-llama/Llama-3.1-8B-Instruct"}
 )
 def test_extra_args_that_widen_the_model_server_are_refused(arg: str, flag: str) -> None:
     message = widening_flag(["--gpu-memory-utilization=0.9", arg])
-    assert message is not None and message.startswith(f"spec.model.extraArgs[1]: {flag}")
+    assert message is not None
+    assert message.startswith(f"spec.model.extraArgs[1]: {flag}")
     with pytest.raises(ValueError, match=r"spec.model.extraArgs\[0\]"):
         AgentDeploymentSpec.model_validate({"model": {**SERVED, "extraArgs": [arg]}})
 
 
 @pytest.mark.parametrize(
     "arg",
-    ["--gpu-memory-utilization=0.92", "--config-format=auto", "--api-server-count=2", "0.9",
-     "--enable-prefix-caching", "--chat-template=/t.jinja", "--compilation-config={}"],
+    [
+        "--gpu-memory-utilization=0.92",
+        "--config-format=auto",
+        "--api-server-count=2",
+        "0.9",
+        "--enable-prefix-caching",
+        "--chat-template=/t.jinja",
+        "--compilation-config={}",
+    ],
 )
 def test_extra_args_that_do_not_widen_it_pass(arg: str) -> None:
     assert widening_flag([arg]) is None

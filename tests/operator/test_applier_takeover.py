@@ -53,7 +53,11 @@ class Apiserver(OperatorKube):
         assert method == "PATCH"
         live = self.store.get(path)
         wanted = body["metadata"].get("resourceVersion")
-        if live is not None and wanted is not None and wanted != live["metadata"]["resourceVersion"]:
+        if (
+            live is not None
+            and wanted is not None
+            and wanted != live["metadata"]["resourceVersion"]
+        ):
             raise KubeConflict(f"Operation cannot be fulfilled on {path}", reason="Conflict")
         self.version += 1
         obj = json.loads(json.dumps({**(live or {}), **body}))
@@ -110,7 +114,7 @@ def test_an_absent_child_is_created_by_one_create_only_apply() -> None:
     created = kube.apply(ours())
     assert kube.requests == [("PATCH", "weekly-eval")]
     assert created["metadata"]["ownerReferences"][0]["uid"] == OWNER.uid
-    assert CREATE_ONLY_VERSION != created["metadata"]["resourceVersion"]
+    assert created["metadata"]["resourceVersion"] != CREATE_ONLY_VERSION
 
 
 def test_an_object_controlled_by_another_owner_is_left_alone() -> None:
@@ -140,12 +144,20 @@ def test_after_a_conflict_nothing_later_is_applied_and_the_owner_says_why() -> N
     role_binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": {"name": "weekly-eval", "namespace": NS, "ownerReferences": [OWNER.reference()]},
+        "metadata": {
+            "name": "weekly-eval",
+            "namespace": NS,
+            "ownerReferences": [OWNER.reference()],
+        },
     }
     job = {
         "apiVersion": "batch/v1",
         "kind": "CronJob",
-        "metadata": {"name": "weekly-eval", "namespace": NS, "ownerReferences": [OWNER.reference()]},
+        "metadata": {
+            "name": "weekly-eval",
+            "namespace": NS,
+            "ownerReferences": [OWNER.reference()],
+        },
     }
     refused = apply_children(kube, [job, ours(), role_binding])
     assert [(r.kind, r.reason) for r in refused] == [

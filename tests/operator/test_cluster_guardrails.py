@@ -33,9 +33,7 @@ ENDPOINT_AGENT: dict[str, Any] = {
     "apiVersion": "sleuth.dev/v1alpha1",
     "kind": "AgentDeployment",
     "metadata": {"name": "contracts"},
-    "spec": {
-        "model": {"endpoint": "http://vllm.models.svc:8000/v1", "servedModelName": "llama"}
-    },
+    "spec": {"model": {"endpoint": "http://vllm.models.svc:8000/v1", "servedModelName": "llama"}},
 }
 
 
@@ -105,13 +103,14 @@ def test_the_database_secret_never_reaches_a_search_binding(
         "spec.webSearch.apiKeySecretRef: Secret contracts-postgres does not allow this use: add "
         "ToolBinding/web_search"
     )
-    assert eventually(
-        lambda: _events(kube, namespace, "borrow", "SecretNotAllowed"), what="the Warning Event"
-    )[0]["type"] == "Warning"
-    # The sql_query binding the Secret opted in to is served; neither search binding has a pod.
-    eventually(
-        lambda: _get(kube, namespace, "deployment/contracts-sql-tool"), what="the SQL tool"
+    assert (
+        eventually(
+            lambda: _events(kube, namespace, "borrow", "SecretNotAllowed"), what="the Warning Event"
+        )[0]["type"]
+        == "Warning"
     )
+    # The sql_query binding the Secret opted in to is served; neither search binding has a pod.
+    eventually(lambda: _get(kube, namespace, "deployment/contracts-sql-tool"), what="the SQL tool")
     assert not _get(kube, namespace, "deployment/exfil-tool")
     assert not _get(kube, namespace, "deployment/borrow-tool")
     # Opting the Secret out again takes the SQL tool service away too.
@@ -145,7 +144,8 @@ def test_trust_remote_code_is_refused_at_admission(kube: Any, namespace: str, cr
         "apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(agent), check=False
     )
     assert out.returncode != 0
-    assert "spec.model.extraArgs" in out.stderr and "--trust-remote-code" in out.stderr
+    assert "spec.model.extraArgs" in out.stderr
+    assert "--trust-remote-code" in out.stderr
     agent["spec"]["model"]["extraArgs"] = []
     agent["spec"]["model"]["resources"] = {"limits": {"nvidia.com/gpu": 1}}  # gpu.count is 4
     out = kube.kubectl(

@@ -182,10 +182,13 @@ def test_a_secret_refusal_names_every_problem_worst_reason_first() -> None:
     missing = ["spec.sqlQuery.connectionSecretRef: Secret db not found"]
     assert SecretVerdict().refusal() is None
     only_missing = SecretVerdict(missing=missing).refusal()
-    assert only_missing is not None and only_missing.reason == "SecretNotFound"
+    assert only_missing is not None
+    assert only_missing.reason == "SecretNotFound"
     both = SecretVerdict(missing=missing, unverifiable=unread).refusal()
-    assert both is not None and both.reason == "SecretUnverifiable"
-    assert "hf-token" in both.message and "Secret db not found" in both.message
+    assert both is not None
+    assert both.reason == "SecretUnverifiable"
+    assert "hf-token" in both.message
+    assert "Secret db not found" in both.message
     assert [(c.type, c.status, c.reason) for c in both.conditions()] == [
         ("Ready", "False", "SecretUnverifiable"),
         ("Progressing", "False", "SecretUnverifiable"),

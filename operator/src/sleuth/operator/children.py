@@ -172,7 +172,9 @@ def rejected_conditions(refused: list[Refusal], conditions: list[Cond]) -> list[
     conflicts = [r for r in refused if r.reason == CHILD_CONFLICT]
     if conflicts:
         reason = CHILD_CONFLICT
-        message = "; ".join(r.describe() for r in conflicts + [r for r in refused if r not in conflicts])
+        message = "; ".join(
+            r.describe() for r in conflicts + [r for r in refused if r not in conflicts]
+        )
     else:
         reason = CHILD_REJECTED
         message = "the apiserver refused " + "; ".join(r.describe() for r in refused)

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from sleuth.core.api.v1alpha1.common import API_VERSION, SecretKeyRef
-from sleuth.core.errors import KubeRejected, SleuthError
-from sleuth.core.kube import DEPLOYMENT, POD, SECRET, Kube, Resource
+from sleuth.core.api.v1alpha1.common import API_VERSION
+from sleuth.core.errors import SleuthError
+from sleuth.core.kube import DEPLOYMENT, POD, Kube, Resource
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.render.meta import (
     MANAGED_BY,

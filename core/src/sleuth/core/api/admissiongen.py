@@ -25,8 +25,8 @@ HEADER = (
 
 # Placeholders replaced by Helm expressions after the YAML is dumped.
 _VARIABLES = {
-    "clusterDomain": '{{ .Values.admission.clusterDomain | toJson | squote }}',
-    "allowedHosts": '{{ .Values.admission.allowedHosts | toJson | squote }}',
+    "clusterDomain": "{{ .Values.admission.clusterDomain | toJson | squote }}",
+    "allowedHosts": "{{ .Values.admission.allowedHosts | toJson | squote }}",
     "allowedRepositories": '{{ include "sleuth.allowedRepositories" . | squote }}',
 }
 

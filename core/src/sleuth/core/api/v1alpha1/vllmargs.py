@@ -69,9 +69,7 @@ def _prefixes(name: str) -> str:
     return re.escape(name[0]) + text
 
 
-WIDENING_PATTERN = (
-    "^--(" + "|".join(_prefixes(flag[2:]) for flag in WIDENING_FLAGS) + ")([=.].*)?$"
-)
+WIDENING_PATTERN = "^--(" + "|".join(_prefixes(flag[2:]) for flag in WIDENING_FLAGS) + ")([=.].*)?$"
 _WIDENING = re.compile(WIDENING_PATTERN)
 
 
