@@ -240,23 +240,38 @@ def test_a_tool_binding_never_takes_over_a_config_map_or_network_policy(
     policy = {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": {"name": "contracts-sql-tool"},
+        "metadata": {"name": "second-sql-tool"},
         "spec": {"podSelector": {"matchLabels": {"app": "theirs"}}, "policyTypes": ["Ingress"]},
     }
     versions = _foreign(kube, namespace, config, policy)
-    _apply(kube, namespace, ENDPOINT_AGENT, SQL)
+    second = copy.deepcopy(SQL)
+    second["metadata"]["name"] = "second-sql"
+    second["spec"]["name"] = "second_sql"
+    _apply(kube, namespace, ENDPOINT_AGENT, SQL, second)
     ready = _reported(kube, namespace, "toolbinding/contracts-sql", "ChildConflict")
-    assert "ConfigMap contracts-sql-tool: exists in" in ready["message"]
-    assert "NetworkPolicy contracts-sql-tool" in ready["message"]
-    assert not _get(kube, namespace, "deployment/contracts-sql-tool")
+    assert ready["message"].startswith(f"ConfigMap contracts-sql-tool: exists in {namespace}")
+    ready = _reported(kube, namespace, "toolbinding/second-sql", "ChildConflict")
+    assert ready["message"].startswith(f"NetworkPolicy second-sql-tool: exists in {namespace}")
+    assert "Deployment second-sql-tool: not applied" in ready["message"]
+    # second-sql made its ConfigMap and Service before the conflict; no tool pod runs anywhere.
+    made = [_get(kube, namespace, f"{kind}/second-sql-tool") for kind in ("configmap", "service")]
+    for obj in made:
+        assert [r["uid"] for r in obj["metadata"]["ownerReferences"]] == [
+            _get(kube, namespace, "toolbinding/second-sql")["metadata"]["uid"]
+        ]
+    for what in ("deployment/contracts-sql-tool", "deployment/second-sql-tool"):
+        assert not _get(kube, namespace, what), f"{what} was applied"
     _untouched(kube, namespace, versions)
-    kube.kubectl("delete", "-n", namespace, "toolbinding/contracts-sql")
+    # Deleting the bindings collects what they made, and only that.
+    kube.kubectl("delete", "-n", namespace, "toolbinding/contracts-sql", "toolbinding/second-sql")
     eventually(
-        lambda: not _get(kube, namespace, "toolbinding/contracts-sql"), what="the binding gone"
-    )
-    eventually(
-        lambda: not _get(kube, namespace, "service/contracts-sql-tool"),
+        lambda: (
+            not any(
+                _get(kube, namespace, f"{kind}/second-sql-tool")
+                for kind in ("configmap", "service")
+            )
+        ),
         timeout=60,
-        what="the binding's own Service collected",
+        what="second-sql's own ConfigMap and Service collected",
     )
     _untouched(kube, namespace, versions)
