@@ -53,9 +53,7 @@ def test_the_policies_and_the_operator_get_the_same_lists(helm: Path) -> None:
             "mirror.example.com/vllm/vllm-openai",
         ]
     bindings = find(docs, "ValidatingAdmissionPolicyBinding")
-    assert {b["spec"]["policyName"] for b in bindings} == {
-        p["metadata"]["name"] for p in policies
-    }
+    assert {b["spec"]["policyName"] for b in bindings} == {p["metadata"]["name"] for p in policies}
     assert all(b["spec"]["validationActions"] == ["Deny"] for b in bindings)
     assert all("matchResources" not in b["spec"] for b in bindings)  # cluster-wide: everywhere
 

@@ -49,7 +49,7 @@ def _with(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     return doc
 
 
-ENDPOINT = {"endpoint": "http://vllm.models:8000/v1", "servedModelName": "llama"}
+ENDPOINT = {"endpoint": "http://vllm.models.svc:8000/v1", "servedModelName": "llama"}
 SERVING = [
     "name",
     "quantization",

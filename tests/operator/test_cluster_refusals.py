@@ -375,7 +375,7 @@ def test_a_full_service_ip_range_is_reported_and_retried(
         _fill_service_ips(kube, f"{namespace}-fill", prefix="late-filler")
         endpoint = _named(AGENT, "late")
         endpoint["spec"]["model"] = {
-            "endpoint": "http://vllm.models:8000/v1",
+            "endpoint": "http://vllm.models.svc:8000/v1",
             "servedModelName": "llama",
         }
         _apply(kube, namespace, endpoint)
