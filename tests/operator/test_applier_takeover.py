@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from sleuth.core.errors import KubeConflict
-from sleuth.core.kube import SERVICE_ACCOUNT
-from sleuth.operator.applier import CREATE_ONLY_VERSION, OperatorKube
+from sleuth.core.errors import KubeConflict, KubeRetryable
+from sleuth.core.kube import SERVICE, SERVICE_ACCOUNT
+from sleuth.operator.applier import CREATE_ONLY_REFUSED, CREATE_ONLY_VERSION, OperatorKube
 from sleuth.operator.children import CHILD_CONFLICT, apply_children, rejected_conditions
 from sleuth.operator.errors import ChildConflict
 from sleuth.operator.metrics import OperatorMetrics
@@ -174,3 +174,30 @@ def test_after_a_conflict_nothing_later_is_applied_and_the_owner_says_why() -> N
     )
     assert "RoleBinding weekly-eval: not applied" in ready.message
     assert degraded.reason == CHILD_CONFLICT
+
+
+class OldServices(Apiserver):
+    """An apiserver whose Service create path refuses any resourceVersion (HTTP 500)."""
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any] | None:
+        body = kwargs.get("body")
+        refused = method == "PATCH" and "/services/" in path and path not in self.store
+        if refused and body["metadata"].get("resourceVersion"):
+            self.requests.append((method, path.rsplit("/", 1)[-1]))
+            raise KubeRetryable(f"PATCH {path}: HTTP 500: {CREATE_ONLY_REFUSED}")
+        return super()._request(method, path, **kwargs)
+
+
+def test_a_kind_whose_creates_refuse_a_version_is_read_before_its_first_write() -> None:
+    cache = WatchCache()
+    kube = OldServices(cache)
+    cache.relisted_children(SERVICE, NS, set(), "50")
+
+    def service(name: str) -> dict[str, Any]:
+        meta = {"name": name, "namespace": NS, "ownerReferences": [OWNER.reference()]}
+        return {"apiVersion": "v1", "kind": "Service", "metadata": meta}
+
+    kube.apply(service("one"))
+    assert kube.requests == [("PATCH", "one"), ("GET", "one"), ("PATCH", "one")]
+    kube.apply(service("two"))  # no create-only attempt any more for Services
+    assert kube.requests[3:] == [("GET", "two"), ("PATCH", "two")]

@@ -51,7 +51,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from sleuth.core.errors import KubeConflict
+from sleuth.core.errors import KubeConflict, KubeRetryable
 from sleuth.core.kube import AGENT_DEPLOYMENT, DEPLOYMENT, TOOL_BINDING, Kube, Resource, resource_of
 from sleuth.operator.errors import ChildConflict
 from sleuth.operator.metrics import OperatorMetrics
@@ -103,6 +103,11 @@ CREATE_ONLY_VERSION = "1"
 revision, so an existing one makes the apiserver answer 409 Conflict."""
 
 
+CREATE_ONLY_REFUSED = "resourceVersion should not be set on objects to be created"
+"""What the apiserver answers (HTTP 500) when a kind's create path refuses any resourceVersion
+(seen for Services in some versions): that kind is then read before its first write."""
+
+
 def controller_uid(obj: dict[str, Any]) -> str | None:
     """The uid of an object's controller ownerReference, or None."""
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
@@ -143,6 +148,7 @@ class OperatorKube(Kube):
         self.metrics = metrics
         self._applied: dict[ChildKey, tuple[str, str]] = {}
         self._taken: set[ChildKey] = set()  # names a create-only apply found taken: read them
+        self._no_create_only: set[str] = set()  # kinds whose create path refuses a version
         self._lock = threading.Lock()
 
     def list_at(
@@ -247,7 +253,7 @@ class OperatorKube(Kube):
             self.metrics.skipped(key[1])
             return manifest
         with self._lock:
-            taken = key in self._taken
+            taken = key in self._taken or key[1] in self._no_create_only
         if last is None and seen is None and not taken and self.cache.absent(key):
             # Not there with our label when its kind was last listed, not reported since: no
             # read, but an apply that may only create (the name may be someone else's).
@@ -256,6 +262,12 @@ class OperatorKube(Kube):
             except KubeConflict:
                 with self._lock:  # the name is taken: from now on read it, see whose it is
                     self._taken.add(key)
+            except KubeRetryable as err:
+                if CREATE_ONLY_REFUSED not in str(err):
+                    raise
+                log.info("%s: creates refuse a resourceVersion; reading first", key[1])
+                with self._lock:  # this kind's create path refuses it: read before writing
+                    self._no_create_only.add(key[1])
         live = self.get(resource_of(manifest), key[2], key[3])
         if live is not None:
             check_controlled(manifest, live)
