@@ -157,3 +157,66 @@ def test_no_rendered_pod_reads_a_secret_no_check_saw() -> None:
     volume = {"volumes": [{"name": "v", "secret": {"secretName": "tls"}}]}
     projected = {"sources": [{"secret": {"name": "ca"}}], "envFrom": [{"secretRef": {"name": "e"}}]}
     assert secrets_read([volume, projected]) == {"tls", "ca", "e"}
+
+
+def test_every_secret_a_rendered_pod_reads_is_one_the_reconciler_checks() -> None:
+    """With every Secret reference of each kind set (each to its own Secret), the Secrets the
+    rendered pods read are exactly those the reconcilers check, derived uses included."""
+    from sleuth.core.api.v1alpha1 import EvalScheduleSpec
+    from sleuth.core.api.v1alpha1.secretuse import agent_secret_uses, eval_secret_uses
+    from sleuth.operator.guard import agent_uses
+    from sleuth.operator.render.agent import render_agent
+    from sleuth.operator.render.evalschedule import EvalTarget, render_eval_cronjob
+    from sleuth.operator.render.model import render_model
+
+    def ref(name: str) -> dict[str, str]:
+        return {"name": name, "key": "k"}
+
+    judge = {"endpoint": "http://judge.evals.svc/v1", "model": "j", "apiKeySecretRef": ref("oj")}
+    agent = AgentDeploymentSpec.model_validate(
+        {
+            "model": {"name": "meta-llama/Llama-3.1-8B-Instruct", "tokenSecretRef": ref("hf")},
+            "agent": {
+                "tracing": {
+                    "endpoint": "http://otel.obs.svc:4318",
+                    "headersSecretRef": ref("otel"),
+                },
+                "onlineEval": {"judge": judge},
+            },
+        }
+    )
+    owner = Owner(kind="AgentDeployment", name="a", namespace="team-a", uid="u")
+    settings = RenderSettings()
+    pods = render_model(owner, agent.model, settings) + render_agent(owner, agent, [], settings)
+    checked = {u.ref.name for u in agent_secret_uses(agent)}
+    assert set().union(*(secrets_read(m) for m in pods)) == checked == {"hf", "otel", "oj"}
+
+    keyed = AgentDeploymentSpec.model_validate(
+        {
+            "model": {**ENDPOINT, "apiKeySecretRef": ref("model-key")},
+            "agent": {"tracing": agent.agent.tracing.to_wire()},
+        }
+    )
+    pods = render_agent(owner, keyed, [], settings)
+    assert set().union(*(secrets_read(m) for m in pods)) == {
+        u.ref.name for u in agent_secret_uses(keyed)
+    }
+    schedule = EvalScheduleSpec.model_validate(
+        {
+            "agentRef": {"name": "a"},
+            "schedule": "0 * * * *",
+            "dataset": {"configMapRef": {"name": "d", "key": "g.jsonl"}},
+            "judge": {**judge, "apiKeySecretRef": ref("judge")},
+        }
+    )
+    target = EvalTarget(
+        agent="a",
+        model_endpoint="http://vllm.models.svc:8000/v1",
+        model="llama",
+        model_api_key=keyed.model.api_key_secret_ref,
+        tracing=keyed.agent.tracing,
+    )
+    owner = Owner(kind="EvalSchedule", name="e", namespace="team-a", uid="v")
+    job = render_eval_cronjob(owner, schedule, target, settings)
+    uses = eval_secret_uses(schedule) + agent_uses("a", target.model_api_key, target.tracing)
+    assert secrets_read(job) == {u.ref.name for u in uses} == {"judge", "model-key", "otel"}
