@@ -151,6 +151,16 @@ def test_every_kind_is_covered(kube: Any, namespace: str, policies: list[str]) -
     assert "spec.agent.tracing.endpoint: not an allowed endpoint" in _try(kube, namespace, agent)
     agent["spec"]["agent"] = {}
     assert _try(kube, namespace, agent) == ""
+    agent["spec"] = {
+        "model": {
+            "name": "meta-llama/Llama-3.1-8B-Instruct",
+            "extraArgs": ["--gpu-memory-utilization=0.9", "--trust_remote"],
+        }
+    }
+    error = _try(kube, namespace, agent)
+    assert "spec.model.extraArgs must not widen what the model server may do" in error
+    agent["spec"]["model"]["extraArgs"] = ["--gpu-memory-utilization=0.9"]
+    assert _try(kube, namespace, agent) == ""
     schedule = {
         "apiVersion": "sleuth.dev/v1alpha1",
         "kind": "EvalSchedule",

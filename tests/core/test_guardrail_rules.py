@@ -30,7 +30,7 @@ from sleuth.core.api.v1alpha1.secretuse import (
     tool_secret_uses,
 )
 from sleuth.core.api.v1alpha1.specpaths import endpoint_paths, image_paths, secret_ref_paths
-from sleuth.core.api.v1alpha1.vllmargs import WIDENING_FLAGS, widening_flag
+from sleuth.core.api.v1alpha1.vllmargs import WIDENING_FLAGS, widening_flag, widening_validation
 from tests.support.guardrail_cases import ALLOWLISTS, ENDPOINTS, IMAGES
 
 pytestmark = pytest.mark.unit
@@ -234,3 +234,4 @@ def test_the_chart_policies_are_generated_from_the_rules() -> None:
     for model in (AgentDeploymentSpec, ToolBindingSpec, EvalScheduleSpec):
         for validation in validations(model):
             assert yaml.safe_dump(validation["message"], width=10_000).strip() in text
+    assert yaml.safe_dump(widening_validation()["message"], width=10_000).strip() in text

@@ -5,7 +5,7 @@ here; tests/charts/test_chart_admission.py has the chart's policies refuse them 
 - a web_search ToolBinding that would send the database's Secret to an attacker's URL, or to an
   allowed one: neither is rendered (``EndpointNotAllowed``, ``SecretNotAllowed``);
 - an image outside the allowlist (``ImageNotAllowed``), ``--trust-remote-code`` in extraArgs
-  (refused by the CRD's rule at admission);
+  (``InvalidSpec``), GPU limits that contradict gpu.count (the CRD's rule, at admission);
 - an EvalSchedule named after someone else's ServiceAccount ``<name>-eval``; a ToolBinding and an
   EvalSchedule whose ConfigMap, NetworkPolicy and Role names are taken: each foreign object is
   left exactly as it was, the resource reports ``ChildConflict`` naming it, no workload runs
@@ -137,15 +137,21 @@ def test_an_image_outside_the_allowlist_is_not_run(
     assert not _get(kube, namespace, "deployment/contracts-agent")
 
 
-def test_trust_remote_code_is_refused_at_admission(kube: Any, namespace: str, crds: None) -> None:
+def test_trust_remote_code_is_refused_by_the_operator(
+    kube: Any, namespace: str, operator: OperatorProcess
+) -> None:
+    """No admission policy here (tests/charts/test_chart_admission.py has it refuse the same
+    object): the operator alone refuses the spec, naming the argument, and renders nothing."""
+    kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "00-secrets.yaml"))
     agent = example("AgentDeployment", "contracts")[0]
-    agent["spec"]["model"]["extraArgs"] = ["--trust_remote_code"]
-    out = kube.kubectl(
-        "apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(agent), check=False
+    agent["spec"]["model"]["extraArgs"] = ["--max-num-seqs=64", "--trust_remote_code"]
+    _apply(kube, namespace, agent)
+    ready = _reported(kube, namespace, "agentdeployment/contracts", "InvalidSpec")
+    assert ready["message"].startswith(
+        "spec.model.extraArgs[1]: --trust-remote-code is not allowed: it runs Python code"
     )
-    assert out.returncode != 0
-    assert "spec.model.extraArgs" in out.stderr
-    assert "--trust-remote-code" in out.stderr
+    assert not _get(kube, namespace, "deployment/contracts-model")
+    # GPU resources that contradict gpu.count never pass the CRD's own rule.
     agent["spec"]["model"]["extraArgs"] = []
     agent["spec"]["model"]["resources"] = {"limits": {"nvidia.com/gpu": 1}}  # gpu.count is 4
     out = kube.kubectl(

@@ -1,7 +1,8 @@
 """Generate the chart's ValidatingAdmissionPolicies from the allowlist rules — their one source.
 
-The expressions come from :func:`sleuth.core.api.v1alpha1.allowlists.validations`, the same
-module whose Python twins the operator runs; the lists themselves are the policy's ``variables``,
+The expressions come from :func:`sleuth.core.api.v1alpha1.allowlists.validations` (and, for
+AgentDeployments, :func:`sleuth.core.api.v1alpha1.vllmargs.widening_validation`), the modules
+whose Python twins the operator runs; the lists themselves are the policy's ``variables``,
 which the chart fills from its ``admission`` values (``templates/_admission.tpl``). The file is
 written by ``sleuth crds generate`` beside the CRDs, and ``--check`` fails when it drifted.
 """
@@ -14,7 +15,8 @@ from typing import Any
 import yaml
 
 from sleuth.core.api.v1alpha1.allowlists import validations
-from sleuth.core.api.v1alpha1.kinds import KINDS, Kind
+from sleuth.core.api.v1alpha1.kinds import AGENT_DEPLOYMENT, KINDS, Kind
+from sleuth.core.api.v1alpha1.vllmargs import widening_validation
 
 _CHECKOUT = Path(__file__).resolve().parents[5]
 POLICY_TEMPLATE = _CHECKOUT / "charts" / "sleuth" / "templates" / "validatingadmissionpolicy.yaml"
@@ -34,6 +36,10 @@ _VARIABLES = {
 class _Dumper(yaml.SafeDumper):
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+# Rules that are not about the allowlists but too costly for the CRD's static budget.
+_EXTRA: dict[str, list[dict[str, str]]] = {AGENT_DEPLOYMENT.kind: [widening_validation()]}
 
 
 def policy_name(kind: Kind) -> str:
@@ -59,7 +65,7 @@ def _policy(kind: Kind) -> dict[str, Any]:
                 ]
             },
             "variables": [{"name": name, "expression": f"@{name}@"} for name in _VARIABLES],
-            "validations": validations(kind.spec),
+            "validations": [*validations(kind.spec), *_EXTRA.get(kind.kind, [])],
         },
     }
 

@@ -25,7 +25,6 @@ from sleuth.core.api.fields import (
     SystemPrompt,
     ToolCalling,
 )
-from sleuth.core.api.quantity import parse_quantity
 from sleuth.core.api.v1alpha1.common import Condition, Resources, SecretKeyRef, SpecModel
 from sleuth.core.api.v1alpha1.contexts import (
     CONTEXT_LIMITS,
@@ -54,7 +53,6 @@ from sleuth.core.api.v1alpha1.vllmargs import (
     extra_args_rule,
     repeated_flag,
     widening_flag,
-    widening_rule,
 )
 from sleuth.core.names import (
     ANSWER_RELEVANCY_SCORE,
@@ -90,16 +88,16 @@ _GPU_COUNT = (
 
 
 def _gpu_resource_rules() -> list[JsonValue]:
-    """CEL: ``spec.model.resources`` may name nvidia.com/gpu only as many as gpu.count."""
+    """CEL: ``spec.model.resources`` may name nvidia.com/gpu only as gpu.count, written as that
+    integer (the comparison is of the text: the cost of parsing quantities here is beyond the
+    apiserver's budget)."""
     rules: list[JsonValue] = []
     for field in ("limits", "requests"):
         where = f"self.resources.{field}"
         rules.append(
             {
                 "rule": f"!has(self.resources) || !has({where}) || !('{GPU_RESOURCE}' in {where})"
-                f" || !isQuantity(string({where}['{GPU_RESOURCE}'])) || "
-                f"quantity(string({where}['{GPU_RESOURCE}'])).compareTo("
-                f"quantity(string({_GPU_COUNT}))) == 0",
+                f" || string({where}['{GPU_RESOURCE}']) == string({_GPU_COUNT})",
                 "message": f"spec.model.resources.{field}.{GPU_RESOURCE} contradicts "
                 "spec.model.gpu.count (GPUs come from gpu.count: leave them out of resources)",
                 "fieldPath": f".resources.{field}",
@@ -207,7 +205,6 @@ class ModelSpec(SpecModel):
                 parser_rule(),
                 context_rule(),
                 extra_args_rule(),
-                widening_rule(),
                 *_gpu_resource_rules(),
             ]
         }
@@ -290,7 +287,9 @@ class ModelSpec(SpecModel):
         "[--gpu-memory-utilization=0.92]; at most 4096 characters each, and none of the flags "
         "the operator sets from other fields (--model, --served-model-name, "
         "--tensor-parallel-size, --max-model-len, --quantization, --enable-auto-tool-choice, "
-        "--tool-call-parser, --host, --port).",
+        "--tool-call-parser, --host, --port), nor one that widens what vLLM may do "
+        '(--trust-remote-code, --allowed-local-media-path, ...: docs/install.md, "Security '
+        'model").',
     )
     cache: ModelCache | None = Field(
         default=None, description="Model weight cache. Omit for no cache volume."
@@ -349,7 +348,7 @@ class ModelSpec(SpecModel):
         count = self.effective_gpu.count
         for field in ("limits", "requests"):
             found = getattr(self.resources, field, None) or {}
-            if GPU_RESOURCE in found and parse_quantity(found[GPU_RESOURCE]) != count:
+            if GPU_RESOURCE in found and str(found[GPU_RESOURCE]) != str(count):
                 return (
                     f"spec.model.resources.{field}.{GPU_RESOURCE}: {found[GPU_RESOURCE]} "
                     f"contradicts spec.model.gpu.count ({count}); GPUs come from gpu.count: "

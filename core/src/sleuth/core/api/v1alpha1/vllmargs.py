@@ -84,16 +84,25 @@ def widening_flag(extra_args: list[str]) -> str | None:
     return None
 
 
-def widening_rule() -> dict[str, JsonValue]:
-    """CEL: no extraArgs entry sets (a prefix of) a widening flag."""
+WIDENING_MESSAGE = (
+    "spec.model.extraArgs must not widen what the model server may do ("
+    + ", ".join(WIDENING_FLAGS)
+    + ", or a prefix of one): they run code from elsewhere, read local files, reach unchecked "
+    "hosts or carry a credential"
+)
+
+
+def widening_validation() -> dict[str, str]:
+    """The same rule as a ValidatingAdmissionPolicy validation (the chart's policy of
+    AgentDeployments, :mod:`sleuth.core.api.admissiongen`). Not a CRD rule: over 64 arguments of
+    4096 characters the apiserver's static cost estimate of this expression exceeds the CRD
+    budget, while a policy pays only for the arguments an object really has."""
     pattern = WIDENING_PATTERN.replace("\\", "\\\\")
     return {
-        "rule": f"!has(self.extraArgs) || !self.extraArgs.exists(a, a.matches('{pattern}'))",
-        "message": "spec.model.extraArgs must not widen what the model server may do ("
-        + ", ".join(WIDENING_FLAGS)
-        + ", or a prefix of one): they run code from elsewhere, read local files, reach "
-        "unchecked hosts or carry a credential",
-        "fieldPath": ".extraArgs",
+        "expression": "!has(object.spec.model) || !has(object.spec.model.extraArgs) || "
+        f"!object.spec.model.extraArgs.exists(a, a.matches('{pattern}'))",
+        "message": WIDENING_MESSAGE,
+        "reason": "Invalid",
     }
 
 
@@ -146,11 +155,12 @@ __all__ = [
     "MANAGED_PATTERN",
     "MAX_EXTRA_ARG_CHARS",
     "WIDENING_FLAGS",
+    "WIDENING_MESSAGE",
     "WIDENING_PATTERN",
     "ExtraArg",
     "extra_args_rule",
     "managed_flag",
     "repeated_flag",
     "widening_flag",
-    "widening_rule",
+    "widening_validation",
 ]
