@@ -219,6 +219,8 @@ def test_what_cannot_work_is_reported_with_the_field_named(
 def test_a_refused_child_is_on_the_owner_and_the_others_are_applied(
     kube: Any, namespace: str, operator: OperatorProcess
 ) -> None:
+    # The binding's Secret must exist and opt in: otherwise nothing would be rendered at all.
+    kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "00-secrets.yaml"))
     kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "10-agentdeployment.yaml"))
     _apply(kube, namespace, BIG)
     cond = eventually(
