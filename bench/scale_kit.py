@@ -188,7 +188,11 @@ class Cluster:
                 {
                     "apiVersion": "v1",
                     "kind": "Secret",
-                    "metadata": {"name": SECRET_NAME, "namespace": name},
+                    "metadata": {
+                        "name": SECRET_NAME,
+                        "namespace": name,
+                        "annotations": {"sleuth.dev/allowed-uses": "ToolBinding/sql_query"},
+                    },
                     "stringData": {"uri": "postgresql://reader@postgres.data.svc/contracts"},
                 }
             )

@@ -19,7 +19,7 @@ AGENT = {
     "apiVersion": "sleuth.dev/v1alpha1",
     "kind": "AgentDeployment",
     "metadata": {"name": "bot"},
-    "spec": {"model": {"endpoint": "http://vllm.models:8000/v1", "servedModelName": "llama"}},
+    "spec": {"model": {"endpoint": "http://vllm.models.svc:8000/v1", "servedModelName": "llama"}},
 }
 
 

@@ -233,6 +233,10 @@ def test_answer_relevancy_embeds_with_the_clauses_bindings_endpoint(
     kube.kubectl(
         "create", "secret", "generic", "tei", "-n", namespace, "--from-literal=token=tei-secret"
     )
+    kube.kubectl(
+        "annotate", "secret", "tei", "-n", namespace,
+        "sleuth.dev/allowed-uses=ToolBinding/vector_search",
+    )  # fmt: skip
     keyed = {
         "spec": {
             "vectorSearch": {"embedding": {"apiKeySecretRef": {"name": "tei", "key": "token"}}}

@@ -20,7 +20,7 @@ def _agent(name: str) -> dict[str, Any]:
         "kind": "AgentDeployment",
         "metadata": {"name": name},
         "spec": {
-            "model": {"endpoint": "http://vllm.models:8000/v1", "servedModelName": "llama"},
+            "model": {"endpoint": "http://vllm.models.svc:8000/v1", "servedModelName": "llama"},
             "agent": {"replicas": 1},
         },
     }
@@ -58,9 +58,9 @@ def test_endpoint_agent_and_a_moved_binding(
     alpha = json.loads(
         kube.kubectl("get", "agentdeployment", "alpha", "-n", namespace, "-o", "json").stdout
     )
-    assert alpha["status"]["modelEndpoint"] == "http://vllm.models:8000/v1"
+    assert alpha["status"]["modelEndpoint"] == "http://vllm.models.svc:8000/v1"
     assert alpha["spec"]["model"] == {
-        "endpoint": "http://vllm.models:8000/v1",
+        "endpoint": "http://vllm.models.svc:8000/v1",
         "servedModelName": "llama",
     }, "an endpoint-mode object gains no serving defaults"
     assert _tools(kube, namespace, "alpha") == ["web_search"]
@@ -129,7 +129,7 @@ def test_switching_between_served_and_endpoint_model_adds_and_prunes_the_server(
         "wait", "-n", namespace, "--for=condition=Ready", "agentdeployment/gamma", "--timeout=120s"
     )
 
-    back = {"endpoint": "http://vllm.models:8000/v1", "servedModelName": "qwen", "name": None}
+    back = {"endpoint": "http://vllm.models.svc:8000/v1", "servedModelName": "qwen", "name": None}
     kube.kubectl(
         "patch",
         "agentdeployment",

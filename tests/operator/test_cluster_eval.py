@@ -23,7 +23,7 @@ AGENT = {
     "apiVersion": "sleuth.dev/v1alpha1",
     "kind": "AgentDeployment",
     "metadata": {"name": "bot"},
-    "spec": {"model": {"endpoint": "http://vllm.models:8000/v1", "servedModelName": "llama"}},
+    "spec": {"model": {"endpoint": "http://vllm.models.svc:8000/v1", "servedModelName": "llama"}},
 }
 SCHEDULE = {
     "apiVersion": "sleuth.dev/v1alpha1",
@@ -145,7 +145,7 @@ def test_eval_schedule_renders_its_cronjob_and_rule(
     containers = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
     args = containers[0]["args"]
     assert args[args.index("--agent-url") + 1] == f"http://bot-agent.{namespace}.svc:8080"
-    assert args[args.index("--judge-url") + 1] == "http://vllm.models:8000/v1"
+    assert args[args.index("--judge-url") + 1] == "http://vllm.models.svc:8000/v1"
 
     rule = eventually(
         lambda: _found(kube, namespace, "prometheusrule/bot-nightly-eval-alerts"),

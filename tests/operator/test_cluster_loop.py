@@ -140,7 +140,7 @@ def many_agents(count: int) -> str:
             "kind": "AgentDeployment",
             "metadata": {"name": f"bot-{i:02d}"},
             "spec": {
-                "model": {"endpoint": "http://vllm.models:8000/v1", "servedModelName": "llama"}
+                "model": {"endpoint": "http://vllm.models.svc:8000/v1", "servedModelName": "llama"}
             },
         }
         for i in range(count)

@@ -219,6 +219,8 @@ def test_what_cannot_work_is_reported_with_the_field_named(
 def test_a_refused_child_is_on_the_owner_and_the_others_are_applied(
     kube: Any, namespace: str, operator: OperatorProcess
 ) -> None:
+    # The binding's Secret must exist and opt in: otherwise nothing would be rendered at all.
+    kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "00-secrets.yaml"))
     kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "10-agentdeployment.yaml"))
     _apply(kube, namespace, BIG)
     cond = eventually(
@@ -375,7 +377,7 @@ def test_a_full_service_ip_range_is_reported_and_retried(
         _fill_service_ips(kube, f"{namespace}-fill", prefix="late-filler")
         endpoint = _named(AGENT, "late")
         endpoint["spec"]["model"] = {
-            "endpoint": "http://vllm.models:8000/v1",
+            "endpoint": "http://vllm.models.svc:8000/v1",
             "servedModelName": "llama",
         }
         _apply(kube, namespace, endpoint)

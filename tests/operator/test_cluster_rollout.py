@@ -24,7 +24,7 @@ AGENT = {
     "kind": "AgentDeployment",
     "metadata": {"name": "roll"},
     "spec": {
-        "model": {"endpoint": "http://vllm.models:8000/v1", "servedModelName": "llama"},
+        "model": {"endpoint": "http://vllm.models.svc:8000/v1", "servedModelName": "llama"},
         "agent": {"replicas": 2},
     },
 }

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sleuth.core.api.agent_config import parse_agent_config
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
 from sleuth.core.api.v1alpha1.contexts import context_limit
-from sleuth.core.api.v1alpha1.vllmargs import managed_flag
+from sleuth.core.api.v1alpha1.vllmargs import managed_flag, widening_flag
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.agent import Binding, agent_config, render_agent
 from sleuth.operator.render.meta import CONFIG_HASH_ANNOTATION
@@ -58,7 +58,7 @@ def served_model(draw: st.DrawFn) -> dict[str, Any]:
         model["maxModelLen"] = draw(st.integers(256, limit.tokens if limit else 131072))
     if draw(st.booleans()):
         flags = st.from_regex(r"--[a-z-]{1,12}", fullmatch=True).filter(
-            lambda arg: managed_flag(arg) is None
+            lambda arg: managed_flag(arg) is None and widening_flag([arg]) is None
         )
         model["extraArgs"] = draw(st.lists(flags))
     if draw(st.booleans()):

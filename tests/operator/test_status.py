@@ -7,8 +7,9 @@ import pytest
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
 from sleuth.operator.bindings import bindings_for
 from sleuth.operator.errors import InvalidSpec
+from sleuth.operator.guard import SecretVerdict
 from sleuth.operator.loop.rollout import rollout
-from sleuth.operator.reconcile_common import SecretCheck, parse_spec, secret_conditions
+from sleuth.operator.reconcile_common import parse_spec
 from sleuth.operator.status import Cond, newsworthy, settle, status_patch
 
 pytestmark = pytest.mark.unit
@@ -177,24 +178,20 @@ def test_the_oldest_binding_wins_a_tool_name_clash() -> None:
     assert "already bound" in bound.refused["young"]
 
 
-def test_an_unverifiable_secret_leaves_readiness_to_the_pods() -> None:
-    ready = Cond("Ready", "True", "Ready", "serving")
-    moving = Cond("Progressing", "False", "Complete")
-    fine = Cond("Degraded", "False", "AsExpected")
-    tools_down = Cond("Degraded", "True", "ToolsNotReady", "tools not ready: sql_query")
-    unread = SecretCheck(unverifiable=["spec.model.tokenSecretRef: Secret hf-token ..."])
-    conds = secret_conditions(unread, ready, moving, fine)
-    assert [(c.type, c.status, c.reason) for c in conds] == [
-        ("Ready", "True", "Ready"),
-        ("Progressing", "False", "Complete"),
-        ("Degraded", "Unknown", "SecretUnverifiable"),
-    ]
-    assert "Secret hf-token" in conds[2].message
-    # A real fault says more than "unverifiable"; a missing key says more than both.
-    assert secret_conditions(unread, ready, moving, tools_down)[2] == tools_down
-    both = SecretCheck(missing=["spec.sql: Secret db not found"], unverifiable=unread.unverifiable)
-    assert [(c.status, c.reason) for c in secret_conditions(both, ready, moving, fine)] == [
-        ("False", "SecretNotFound"),
-        ("False", "Complete"),
-        ("True", "SecretNotFound"),
+def test_a_secret_refusal_names_every_problem_worst_reason_first() -> None:
+    unread = ["spec.model.tokenSecretRef: Secret hf-token is not used: ..."]
+    missing = ["spec.sqlQuery.connectionSecretRef: Secret db not found"]
+    assert SecretVerdict().refusal() is None
+    only_missing = SecretVerdict(missing=missing).refusal()
+    assert only_missing is not None
+    assert only_missing.reason == "SecretNotFound"
+    both = SecretVerdict(missing=missing, unverifiable=unread).refusal()
+    assert both is not None
+    assert both.reason == "SecretUnverifiable"
+    assert "hf-token" in both.message
+    assert "Secret db not found" in both.message
+    assert [(c.type, c.status, c.reason) for c in both.conditions()] == [
+        ("Ready", "False", "SecretUnverifiable"),
+        ("Progressing", "False", "SecretUnverifiable"),
+        ("Degraded", "True", "SecretUnverifiable"),
     ]

@@ -18,7 +18,6 @@ from sleuth.operator.loop.rollout import (
     rollout,
 )
 from sleuth.operator.reconcile_agent import _conditions, _held, hold_left
-from sleuth.operator.reconcile_common import SecretCheck
 from sleuth.operator.status import progressing_condition
 
 pytestmark = pytest.mark.unit
@@ -164,7 +163,7 @@ def _model(status: dict[str, Any]) -> Rollout:
 
 
 def _triples(rollouts: list[Rollout], tools: list[dict[str, Any]] | None = None) -> list[Any]:
-    conds = _conditions(SecretCheck(), rollouts, tools or [])
+    conds = _conditions(rollouts, tools or [])
     return [(c.type, c.status, c.reason) for c in conds]
 
 
@@ -226,7 +225,7 @@ def test_the_first_rollout_is_held_for_a_moment_after_creation(
 def test_a_held_agent_says_why_it_is_not_serving_yet() -> None:
     model = _model(seen(2, 1, 1, 1))
     missing = rollout("x-agent", None)
-    conds = _held(_conditions(SecretCheck(), [model, missing], []), "x-agent")
+    conds = _held(_conditions([model, missing], []), "x-agent")
     assert [(c.type, c.status, c.reason) for c in conds] == [
         ("Ready", "False", "AgentNotReady"),
         ("Progressing", "True", "AwaitingToolBindings"),
@@ -238,5 +237,5 @@ def test_a_held_agent_says_why_it_is_not_serving_yet() -> None:
     )
     # A model that does not serve yet is still named first.
     waiting = _model(seen(2, 1, 1, 0))
-    conds = _held(_conditions(SecretCheck(), [waiting, missing], []), "x-agent")
+    conds = _held(_conditions([waiting, missing], []), "x-agent")
     assert (conds[0].reason, conds[1].reason) == ("ModelNotReady", "AwaitingToolBindings")

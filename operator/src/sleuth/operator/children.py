@@ -10,6 +10,15 @@ Warning Event. Retryable errors propagate, for the control loop to back off and 
 that lasts until someone acts (:class:`~sleuth.core.errors.KubeExhausted`: a full Service IP
 range) is reported the same way first, then raised (:func:`retry_exhausted`).
 
+**No takeover.** A child is applied only over an object this owner controls, or none
+(:class:`~sleuth.operator.applier.OperatorKube` checks it before it writes): an object with the
+child's name that is not the owner's raises :class:`~sleuth.operator.errors.ChildConflict`, is
+left untouched, and the owner reports ``ChildConflict`` naming it. Workloads (Deployments,
+CronJobs) are applied after everything else, and not at all once a child conflicted: a pod never
+starts beside a foreign ConfigMap, NetworkPolicy or Service account that carries our name. After
+a conflict, no later child of the pass is applied either (a RoleBinding would otherwise bind
+our Role to a foreign ServiceAccount).
+
 Drift the operator cannot undo with an apply: another field manager's list entry merged with
 ours into an invalid object (a Service port edited by hand leaves two ports named ``http``, and
 every apply fails with ``Duplicate value``). The operator controls the child, so on an
@@ -26,12 +35,15 @@ from typing import Any
 
 from sleuth.core.errors import KubeExhausted, KubeRejected
 from sleuth.core.kube import Kube, resource_of
+from sleuth.operator.errors import ChildConflict
 from sleuth.operator.render.meta import Manifest
 from sleuth.operator.status import Cond
 
 log = logging.getLogger("sleuth.operator")
 
 CHILD_REJECTED = "ChildRejected"
+CHILD_CONFLICT = "ChildConflict"
+WORKLOADS = frozenset({"Deployment", "CronJob", "Job", "StatefulSet", "DaemonSet"})
 MAX_MESSAGE_CHARS = 1024
 
 
@@ -52,10 +64,19 @@ class Refusal:
 
 
 def apply_children(kube: Kube, manifests: list[Manifest]) -> list[Refusal]:
-    """Apply ``manifests`` in order; return the refusals (the rest is applied)."""
+    """Apply ``manifests`` in order, workloads last; return the refusals (the rest is applied,
+    unless a child conflicted: then nothing after it)."""
     refused: list[Refusal] = []
-    for manifest in manifests:
+    ordered = [m for m in manifests if m["kind"] not in WORKLOADS] + [
+        m for m in manifests if m["kind"] in WORKLOADS
+    ]
+    for manifest in ordered:
         kind, name = manifest["kind"], manifest["metadata"]["name"]
+        conflict = next((r for r in refused if r.reason == CHILD_CONFLICT), None)
+        if conflict is not None:
+            message = f"not applied: {conflict.kind} {conflict.name} is not this resource's"
+            refused.append(Refusal(kind, name, message))
+            continue
         mounts = mounted_config_maps(manifest)
         blocked = [r.name for r in refused if r.kind == "ConfigMap" and r.name in mounts]
         if blocked:
@@ -65,6 +86,9 @@ def apply_children(kube: Kube, manifests: list[Manifest]) -> list[Refusal]:
         where = f"{kind} {manifest['metadata']['namespace']}/{name}"
         try:
             apply_owned(kube, manifest)
+        except ChildConflict as err:
+            log.warning("%s not applied: %s", where, err)
+            refused.append(Refusal(kind, name, err.detail, CHILD_CONFLICT, CONFLICT))
         except KubeRejected as err:
             log.warning("%s refused: %s", where, err)
             refused.append(Refusal(kind, name, err.detail, err.reason, err.status))
@@ -75,6 +99,9 @@ def apply_children(kube: Kube, manifests: list[Manifest]) -> list[Refusal]:
             detail = str(err).split(": ", 1)[-1]
             refused.append(Refusal(kind, name, detail, err.reason, error=err))
     return refused
+
+
+CONFLICT = 409
 
 
 def retry_exhausted(refused: list[Refusal]) -> None:
@@ -138,22 +165,33 @@ def mounted_config_maps(node: Any) -> set[str]:
 
 def rejected_conditions(refused: list[Refusal], conditions: list[Cond]) -> list[Cond]:
     """``conditions`` with Ready and Degraded replaced by ``ChildRejected`` when a child was
-    refused; Progressing is kept."""
+    refused (``ChildConflict`` when an object with a child's name is not the owner's);
+    Progressing is kept."""
     if not refused:
         return conditions
-    message = "the apiserver refused " + "; ".join(r.describe() for r in refused)
+    conflicts = [r for r in refused if r.reason == CHILD_CONFLICT]
+    if conflicts:
+        reason = CHILD_CONFLICT
+        message = "; ".join(
+            r.describe() for r in conflicts + [r for r in refused if r not in conflicts]
+        )
+    else:
+        reason = CHILD_REJECTED
+        message = "the apiserver refused " + "; ".join(r.describe() for r in refused)
     out = []
     for cond in conditions:
         if cond.type == "Ready":
-            cond = Cond("Ready", "False", CHILD_REJECTED, message)
+            cond = Cond("Ready", "False", reason, message)
         elif cond.type == "Degraded":
-            cond = Cond("Degraded", "True", CHILD_REJECTED, message)
+            cond = Cond("Degraded", "True", reason, message)
         out.append(cond)
     return out
 
 
 __all__ = [
+    "CHILD_CONFLICT",
     "CHILD_REJECTED",
+    "WORKLOADS",
     "Refusal",
     "apply_children",
     "apply_owned",

@@ -20,6 +20,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
+    from sleuth.core.api.v1alpha1.allowlists import OFFICIAL_VLLM_REPOSITORIES
+
     parser = subparsers.add_parser(
         "operator", help="run the operator that reconciles AgentDeployments and ToolBindings"
     )
@@ -86,6 +88,26 @@ def register(subparsers: Any) -> None:
         help="the label under which Prometheus keeps the EvalSchedule's namespace of the "
         "operator's series, which the EvalSchedules' alerts select on: namespace (scraped with "
         "honorLabels, the default) or exported_namespace (scraped without)",
+    )
+    parser.add_argument(
+        "--allowed-hosts",
+        default="",
+        help="comma-separated https://host or https://*.suffix entries (http:// to allow plain "
+        "HTTP) that spec endpoints may name besides cluster Services "
+        "(<service>.<namespace>.svc[.<cluster domain>]); default: none",
+    )
+    parser.add_argument(
+        "--allowed-image-repositories",
+        default=",".join(OFFICIAL_VLLM_REPOSITORIES),
+        help="comma-separated image repositories (repo, or prefix/* for every repository below "
+        "it) that spec images may come from, besides those of --image and --model-image "
+        f"(default: {','.join(OFFICIAL_VLLM_REPOSITORIES)})",
+    )
+    parser.add_argument(
+        "--cluster-domain",
+        default="cluster.local",
+        help="the cluster's DNS domain, of the Service URLs it renders and allows "
+        "(default cluster.local)",
     )
     parser.add_argument(
         "--resync-seconds",

@@ -69,10 +69,13 @@ CHILD_RESOURCES: tuple[Resource, ...] = (
 )
 """Every kind of child the operator makes, each watched (:mod:`sleuth.operator.handlers`)."""
 
-AWAITED = frozenset({"SecretNotFound", "DatasetNotFound"})
-"""Ready reasons naming an object no watch follows (a Secret, a dataset ConfigMap): the key is
-looked at again with the per-key back-off (0.5 s doubling to ``--backoff-max-seconds``), so that
-applying it after the resource that names it is noticed in seconds, not at the next resync."""
+AWAITED = frozenset(
+    {"SecretNotFound", "SecretNotAllowed", "SecretUnverifiable", "DatasetNotFound", "ChildConflict"}
+)
+"""Ready reasons naming an object no watch follows (a Secret, a dataset ConfigMap, an object of
+someone else's with a child's name): the key is looked at again with the per-key back-off (0.5 s
+doubling to ``--backoff-max-seconds``), so that applying it after the resource that names it is
+noticed in seconds, not at the next resync."""
 
 
 def awaits_unwatched(status: dict[str, Any] | None) -> bool:

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentSpec
-from sleuth.core.api.v1alpha1.common import SecretKeyRef
+from sleuth.core.api.v1alpha1.secretuse import agent_secret_uses
 from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
     CONFIG_MAP,
@@ -36,16 +36,14 @@ from sleuth.operator.accesscheck import check_key_secrets
 from sleuth.operator.bindings import bindings_for
 from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
 from sleuth.operator.errors import FirstRolloutHeld, InvalidSpec
+from sleuth.operator.guard import check_secret_uses, spec_refusal, unchecked_secrets
 from sleuth.operator.loop.rollout import Rollout, rollout
 from sleuth.operator.reconcile_common import (
     Context,
-    SecretCheck,
-    check_secrets,
     observe_rollout,
     owner_of,
     parse_spec,
     prune,
-    secret_conditions,
     write_status,
 )
 from sleuth.operator.render.access import agent_audience
@@ -70,15 +68,7 @@ STATUS_KEYS = (
     "tools",
     "toolNames",
 )
-
-
-def _secret_refs(spec: AgentDeploymentSpec) -> list[tuple[str, SecretKeyRef]]:
-    refs = [
-        ("spec.model.tokenSecretRef", spec.model.token_secret_ref),
-        ("spec.model.apiKeySecretRef", spec.model.api_key_secret_ref),
-        ("spec.agent.tracing.headersSecretRef", spec.agent.tracing.headers_secret_ref),
-    ]
-    return [(path, ref) for path, ref in refs if ref is not None]
+CHILDREN = [DEPLOYMENT, SERVICE, CONFIG_MAP, POD_DISRUPTION_BUDGET, NETWORK_POLICY]
 
 
 def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
@@ -94,10 +84,21 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
             ctx, AGENT_DEPLOYMENT, obj, invalid_conditions(str(err)), {}, STATUS_KEYS
         )
 
+    not_allowed = spec_refusal(AgentDeploymentSpec, spec, ctx.settings)
+    if not_allowed is not None:  # like an invalid spec: nothing applied, nothing removed
+        conditions = not_allowed.conditions()
+        return write_status(ctx, AGENT_DEPLOYMENT, obj, conditions, {}, STATUS_KEYS)
     owner = owner_of(obj)
     bound = bindings_for(kube.list_naming(TOOL_BINDING, namespace, name), name)
     schedules = [s["metadata"]["name"] for s in kube.list_naming(EVAL_SCHEDULE, namespace, name)]
     manifests = agent_children(owner, spec, bound.accepted, ctx.settings, schedules)
+    secrets = check_secret_uses(kube, namespace, agent_secret_uses(spec))
+    secrets = check_key_secrets(kube, namespace, spec.agent.access, secrets)
+    refusal = secrets.refusal() or unchecked_secrets(manifests, secrets.checked)
+    if refusal is not None:  # not rendered, and nothing of it keeps using the Secret
+        prune(kube, owner, CHILDREN, _selector(name), set())
+        conditions = refusal.conditions()
+        return write_status(ctx, AGENT_DEPLOYMENT, obj, conditions, {}, STATUS_KEYS)
     held = hold_left(obj["metadata"].get("creationTimestamp"), ctx.now())
     if held and kube.observed(DEPLOYMENT, namespace, agent_name(owner)) is not None:
         held = 0.0  # created already: the hold is for its first rollout only
@@ -105,17 +106,8 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         manifests = [m for m in manifests if not _is_agent_deployment(m, owner)]
     refused = apply_children(kube, manifests)
     keep = {(m["kind"], m["metadata"]["name"]) for m in manifests}
-    prune(
-        kube,
-        owner,
-        [DEPLOYMENT, SERVICE, CONFIG_MAP, POD_DISRUPTION_BUDGET, NETWORK_POLICY],
-        f"app.kubernetes.io/instance={name},app.kubernetes.io/component in (model,agent)",
-        keep,
-    )
+    prune(kube, owner, CHILDREN, _selector(name), keep)
 
-    secrets = check_key_secrets(
-        kube, namespace, spec.agent.access, check_secrets(kube, namespace, _secret_refs(spec))
-    )
     model = observe_rollout(kube, namespace, model_name(owner), "model", name)
     agent = observe_rollout(kube, namespace, agent_name(owner), "agent", name)
     rollouts = [model, agent] if spec.model.serves else [agent]
@@ -134,7 +126,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
             }
         )
     tools.sort(key=lambda t: (t["name"], t["binding"]))
-    conditions = _conditions(secrets, rollouts, tools)
+    conditions = _conditions(rollouts, tools)
     if held:
         conditions = _held(conditions, agent_name(owner))
     conditions = rejected_conditions(refused, conditions)
@@ -201,9 +193,11 @@ def _held(conditions: list[Cond], deployment: str) -> list[Cond]:
     return out
 
 
-def _conditions(
-    secrets: SecretCheck, rollouts: list[Rollout], tools: list[dict[str, Any]]
-) -> list[Cond]:
+def _selector(name: str) -> str:
+    return f"app.kubernetes.io/instance={name},app.kubernetes.io/component in (model,agent)"
+
+
+def _conditions(rollouts: list[Rollout], tools: list[dict[str, Any]]) -> list[Cond]:
     """Ready while model and agent serve (a rollout that keeps enough replicas available
     included), Progressing while one rolls out, Degraded when a rollout is stuck or a tool is
     down."""
@@ -223,7 +217,7 @@ def _conditions(
         degraded = Cond("Degraded", "True", "ToolsNotReady", "tools not ready: " + ", ".join(down))
     else:
         degraded = Cond("Degraded", "False", "AsExpected", "all bound tools are ready")
-    return secret_conditions(secrets, ready, progressing, degraded)
+    return [ready, progressing, degraded]
 
 
 __all__ = ["FIRST_ROLLOUT_HOLD_SECONDS", "hold_left", "reconcile_agent"]

@@ -1,4 +1,5 @@
-"""What both reconcilers share: context, spec parsing, Secret checks, pruning, status and events."""
+"""What the reconcilers share: context, spec parsing, pruning, status and events (the Secret
+checks are in :mod:`sleuth.operator.guard`)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from sleuth.core.api.v1alpha1.common import API_VERSION, SecretKeyRef
-from sleuth.core.errors import KubeRejected, SleuthError
-from sleuth.core.kube import DEPLOYMENT, POD, SECRET, Kube, Resource
+from sleuth.core.api.v1alpha1.common import API_VERSION
+from sleuth.core.errors import SleuthError
+from sleuth.core.kube import DEPLOYMENT, POD, Kube, Resource
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.loop.rollout import Rollout, rollout
 from sleuth.operator.render.meta import (
@@ -69,73 +70,6 @@ def parse_spec(model: type[M], obj: dict[str, Any]) -> M:
 
 
 _FIELD = re.compile(r"^(spec(?:\.[A-Za-z0-9_]+)+)")
-
-
-@dataclass(frozen=True)
-class SecretCheck:
-    """What the referenced Secret keys look like, one message per spec field concerned.
-
-    ``missing``: the Secret or its key does not exist. ``unverifiable``: the operator may not read
-    the Secret (HTTP 403, e.g. a cluster-wide operator without Secret access in that namespace);
-    the children are applied anyway and the pod fails to start if the Secret is really missing.
-    """
-
-    missing: list[str] = field(default_factory=list)
-    unverifiable: list[str] = field(default_factory=list)
-
-
-def check_secrets(kube: Kube, namespace: str, refs: list[tuple[str, SecretKeyRef]]) -> SecretCheck:
-    """Read each referenced Secret once and sort its keys into missing and unverifiable."""
-    check = SecretCheck()
-    cache: dict[str, dict[str, Any] | None] = {}
-    forbidden: set[str] = set()
-    for path, ref in refs:
-        if ref.name not in cache and ref.name not in forbidden:
-            try:
-                cache[ref.name] = kube.get(SECRET, namespace, ref.name)
-            except KubeRejected as err:
-                if err.status != FORBIDDEN:
-                    raise
-                forbidden.add(ref.name)
-        if ref.name in forbidden:
-            check.unverifiable.append(
-                f"{path}: Secret {ref.name} (key {ref.key}) is unverifiable: the operator lacks "
-                f"permission to read Secrets in namespace {namespace}; the pod will fail to "
-                "start if it is really missing"
-            )
-            continue
-        secret = cache[ref.name]
-        if secret is None:
-            check.missing.append(f"{path}: Secret {ref.name} not found")
-        elif ref.key not in (secret.get("data") or {}) and ref.key not in (
-            secret.get("stringData") or {}
-        ):
-            check.missing.append(f"{path}: Secret {ref.name} has no key {ref.key}")
-    return check
-
-
-FORBIDDEN = 403
-
-
-def secret_conditions(
-    check: SecretCheck, ready: Cond, progressing: Cond, degraded: Cond
-) -> list[Cond]:
-    """Fold the Secret check into a resource's conditions.
-
-    Missing keys make it ``SecretNotFound`` (not ready, degraded). Unverifiable ones only replace
-    a healthy ``Degraded=False`` with ``Degraded=Unknown``/``SecretUnverifiable``: readiness still
-    follows the pods, which cannot start without their Secret.
-    """
-    if check.missing:
-        message = "; ".join(check.missing + check.unverifiable)
-        return [
-            Cond("Ready", "False", "SecretNotFound", message),
-            progressing,
-            Cond("Degraded", "True", "SecretNotFound", message),
-        ]
-    if check.unverifiable and degraded.status == "False":
-        degraded = Cond("Degraded", "Unknown", "SecretUnverifiable", "; ".join(check.unverifiable))
-    return [ready, progressing, degraded]
 
 
 def prune(
@@ -240,13 +174,10 @@ def write_status(
 __all__ = [
     "MANAGED_LABEL",
     "Context",
-    "SecretCheck",
-    "check_secrets",
     "emit",
     "observe_rollout",
     "owner_of",
     "parse_spec",
     "prune",
-    "secret_conditions",
     "write_status",
 ]

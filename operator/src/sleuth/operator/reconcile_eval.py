@@ -17,6 +17,7 @@ from typing import Any
 
 from sleuth.core.api.v1alpha1.common import SecretKeyRef
 from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleSpec
+from sleuth.core.api.v1alpha1.secretuse import eval_secret_uses
 from sleuth.core.api.v1alpha1.tracing import TracingSpec
 from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
@@ -32,21 +33,31 @@ from sleuth.core.kube import (
     Kube,
 )
 from sleuth.operator.bindings import bindings_for
-from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
+from sleuth.operator.children import (
+    CHILD_CONFLICT,
+    Refusal,
+    apply_children,
+    rejected_conditions,
+    retry_exhausted,
+)
 from sleuth.operator.errors import InvalidSpec
+from sleuth.operator.guard import agent_uses, check_secret_uses, spec_refusal, unchecked_secrets
 from sleuth.operator.reconcile_common import (
     Context,
-    check_secrets,
     owner_of,
     parse_spec,
     prune,
-    secret_conditions,
     write_status,
 )
 from sleuth.operator.render.agent import retrieval_embedding
 from sleuth.operator.render.cron import SPAN_YEARS, longest_gap_seconds
 from sleuth.operator.render.evalrules import rule_name
-from sleuth.operator.render.evalschedule import EvalEmbeddings, EvalTarget, cronjob_name
+from sleuth.operator.render.evalschedule import (
+    EvalEmbeddings,
+    EvalTarget,
+    cronjob_name,
+    render_eval_cronjob,
+)
 from sleuth.operator.render.owned import eval_access_children, eval_run_children
 from sleuth.operator.status import Cond, invalid_conditions
 
@@ -117,20 +128,39 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         message = f"AgentDeployment {agent_name} has not reported its model endpoint yet"
         return _without_children(ctx, obj, "ModelEndpointUnknown", message)
 
+    not_allowed = spec_refusal(EvalScheduleSpec, spec, ctx.settings)
+    if not_allowed is not None:  # like an invalid spec: nothing applied, nothing removed
+        conditions = not_allowed.conditions()
+        return write_status(ctx, EVAL_SCHEDULE, obj, conditions, {}, STATUS_KEYS)
+    uses = eval_secret_uses(spec) + agent_uses(agent_name, target.model_api_key, target.tracing)
+    secrets = check_secret_uses(kube, namespace, uses)
     owner = owner_of(obj)
+    cronjob = render_eval_cronjob(owner, spec, target, ctx.settings)
+    refusal = secrets.refusal() or unchecked_secrets([cronjob], secrets.checked)
+    if refusal is not None:  # not rendered, and nothing of it keeps using the Secret
+        return _without_children(ctx, obj, refusal.reason, refusal.message)
     # The pods' account first, then the CronJob whose pods use it; a 403 on the account is
     # reported as EvalAccessForbidden (an older chart's RBAC), and the CronJob still applied.
+    # An account that exists and is not this EvalSchedule's is left alone, and then the CronJob
+    # (whose pods would run as it) is not applied either.
     access = apply_children(kube, eval_access_children(owner, agent_name))
     forbidden = [r for r in access if r.status == FORBIDDEN]
     rules_served = kube.serves(PROMETHEUS_RULE)
     children = eval_run_children(owner, spec, target, ctx.settings, rules=rules_served)
+    conflicts = [r for r in access if r.reason == CHILD_CONFLICT]
+    if conflicts:
+        children = [m for m in children if m["kind"] != CRON_JOB.kind]
+        refused_job = Refusal(
+            CRON_JOB.kind,
+            cronjob["metadata"]["name"],
+            f"not applied: its pods would run as {conflicts[0].kind} {conflicts[0].name}, "
+            "which is not this EvalSchedule's",
+        )
     refused = [r for r in access if r.status != FORBIDDEN] + apply_children(kube, children)
+    if conflicts:
+        refused.append(refused_job)
 
     missing = dataset_missing(kube, namespace, spec)
-    refs = []
-    if spec.judge is not None and spec.judge.api_key_secret_ref is not None:
-        refs.append(("spec.judge.apiKeySecretRef", spec.judge.api_key_secret_ref))
-    secrets = check_secrets(kube, namespace, refs)
 
     job = cronjob_name(name)
     if spec.suspend:
@@ -168,9 +198,7 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         )
         ready = Cond("Ready", "False", "EvalAccessForbidden", message)
         degraded = Cond("Degraded", "True", "EvalAccessForbidden", message)
-    conditions = rejected_conditions(
-        refused, secret_conditions(secrets, ready, progressing, degraded)
-    )
+    conditions = rejected_conditions(refused, [ready, progressing, degraded])
     written = write_status(ctx, EVAL_SCHEDULE, obj, conditions, {}, STATUS_KEYS)
     retry_exhausted(refused)
     return written

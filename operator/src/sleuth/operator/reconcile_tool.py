@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from sleuth.core.api.v1alpha1.secretuse import tool_secret_uses
+from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.core.api.v1alpha1.tracing import TracingSpec
 from sleuth.core.kube import (
     AGENT_DEPLOYMENT,
@@ -18,17 +20,16 @@ from sleuth.core.kube import (
 from sleuth.operator.bindings import bindings_for, parse_binding
 from sleuth.operator.children import apply_children, rejected_conditions, retry_exhausted
 from sleuth.operator.errors import InvalidSpec
+from sleuth.operator.guard import agent_uses, check_secret_uses, spec_refusal, unchecked_secrets
 from sleuth.operator.reconcile_common import (
     Context,
-    check_secrets,
     observe_rollout,
     owner_of,
     prune,
-    secret_conditions,
     write_status,
 )
 from sleuth.operator.render.owned import tool_children
-from sleuth.operator.render.tool import SECRET_ENV, secret_refs, tool_endpoint
+from sleuth.operator.render.tool import tool_endpoint
 from sleuth.operator.status import (
     Cond,
     invalid_conditions,
@@ -88,12 +89,20 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
     if name in clashes:
         return _without_children(ctx, obj, "ToolNameConflict", clashes[name], extra)
 
+    not_allowed = spec_refusal(ToolBindingSpec, spec, ctx.settings)
+    if not_allowed is not None:  # like an invalid spec: nothing applied, nothing removed
+        return write_status(ctx, TOOL_BINDING, obj, not_allowed.conditions(), extra, STATUS_KEYS)
+    tracing = agent_tracing(agent)
+    uses = tool_secret_uses(spec) + agent_uses(agent_name, None, tracing)
+    secrets = check_secret_uses(kube, namespace, uses)
     owner = owner_of(obj)
-    refused = apply_children(kube, tool_children(owner, spec, ctx.settings, agent_tracing(agent)))
+    manifests = tool_children(owner, spec, ctx.settings, tracing)
+    refusal = secrets.refusal() or unchecked_secrets(manifests, secrets.checked)
+    if refusal is not None:  # not rendered, and nothing of it keeps using the Secret
+        return _without_children(ctx, obj, refusal.reason, refusal.message, extra)
+    refused = apply_children(kube, manifests)
     extra["endpoint"] = tool_endpoint(name, namespace, ctx.settings)
 
-    refs = [(f"spec.{SECRET_ENV[env]}", ref) for env, ref in secret_refs(spec).items()]
-    secrets = check_secrets(kube, namespace, refs)
     service = observe_rollout(kube, namespace, f"{name}-tool", "tool", name)
     progressing = progressing_condition([service])
     if not service.ready:
@@ -103,9 +112,7 @@ def reconcile_tool(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         ready = Cond("Ready", "True", "Ready", f"{spec.tool_name} is served for agent {agent_name}")
         degraded = Cond("Degraded", "False", "AsExpected", "tool service ready")
     degraded = stuck_condition([service], progressing) or degraded
-    conditions = rejected_conditions(
-        refused, secret_conditions(secrets, ready, progressing, degraded)
-    )
+    conditions = rejected_conditions(refused, [ready, progressing, degraded])
     written = write_status(ctx, TOOL_BINDING, obj, conditions, extra, STATUS_KEYS)
     retry_exhausted(refused)
     return written

@@ -4,12 +4,14 @@ shared by ``sleuth operator`` (:mod:`sleuth.operator.main`) and ``sleuth render`
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import os
 from collections.abc import Mapping
 from typing import Any
 
+from sleuth.core.api.v1alpha1.allowlists import Allowlists
 from sleuth.operator.render.meta import RenderSettings
 
 
@@ -41,3 +43,21 @@ def workload_placement(text: str) -> dict[str, Any]:
         },
         "workload_tolerations": list(placement.get("tolerations", [])),
     }
+
+
+def _entries(text: str) -> tuple[str, ...]:
+    return tuple(e.strip() for e in text.split(",") if e.strip())
+
+
+def allowlist_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """``--allowed-hosts``, ``--allowed-image-repositories`` and ``--cluster-domain`` as
+    RenderSettings fields; a malformed entry ends the operator with a message naming it."""
+    try:
+        allow = Allowlists(
+            hosts=_entries(args.allowed_hosts),
+            repositories=_entries(args.allowed_image_repositories),
+            cluster_domain=args.cluster_domain,
+        )
+    except ValueError as err:
+        raise SystemExit(f"sleuth operator: --allowed-*: {err}") from None
+    return {"allowlists": allow, "cluster_domain": args.cluster_domain}

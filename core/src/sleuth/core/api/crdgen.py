@@ -5,7 +5,8 @@
     sleuth crds generate [--check] [--out DIR]
 
 The schemas come from :mod:`sleuth.core.api.crdschema`; this module writes them as YAML and keeps
-the field reference of docs/operator.md in sync (:mod:`sleuth.core.api.crddocs`).
+the field reference of docs/operator.md in sync (:mod:`sleuth.core.api.crddocs`), and the chart's
+ValidatingAdmissionPolicies too (:mod:`sleuth.core.api.admissiongen`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from sleuth.core.api import crddocs
+from sleuth.core.api import admissiongen, crddocs
 from sleuth.core.api.crdschema import crd
 from sleuth.core.api.v1alpha1.kinds import KINDS, Kind
 
@@ -67,6 +68,8 @@ def _run(args: argparse.Namespace) -> int:
     docs = Path(args.docs)
     if crddocs.sync(docs, check=args.check):
         stale.append(docs)
+    if admissiongen.sync(check=args.check):
+        stale.append(admissiongen.POLICY_TEMPLATE)
     if args.check:
         for path in stale:
             print(f"{path}: differs from the models; run `sleuth crds generate`", file=sys.stderr)

@@ -20,6 +20,15 @@ write at all:
 
 A deleted child has no fingerprint and is absent when read, so it is applied again.
 
+**Only what the owner controls.** The apply is forced (the operator's fields win over other
+managers'), so before it writes over an existing object the applier checks that the object names
+the manifest's owner as its controller (an ownerReference with ``controller: true`` and the
+owner's uid); otherwise it raises :class:`~sleuth.operator.errors.ChildConflict` and writes
+nothing. The watches and lists select our label, so "known absent" says nothing about an object
+someone else made with the same name: the first write of a child believed absent is an apply that
+may only create (it carries a ``resourceVersion`` no live object has, which makes the apiserver
+refuse it with a conflict when the name is taken), then the object found is checked.
+
 The children an owner may prune come from the watch cache too (:meth:`OperatorKube.owned`), and
 so do the Deployments' rollouts its status reports (:meth:`OperatorKube.observed`): a converged
 reconcile lists nothing and reads no child.
@@ -42,7 +51,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from sleuth.core.errors import KubeConflict, KubeRetryable
 from sleuth.core.kube import AGENT_DEPLOYMENT, DEPLOYMENT, TOOL_BINDING, Kube, Resource, resource_of
+from sleuth.operator.errors import ChildConflict
 from sleuth.operator.loop.metrics import OperatorMetrics
 from sleuth.operator.loop.watchcache import ChildKey, WatchCache, child_key, fingerprint
 
@@ -87,6 +98,40 @@ def difference(desired: Any, live: Any, path: str = "") -> str | None:
     return None if desired == live else path
 
 
+CREATE_ONLY_VERSION = "1"
+"""The resourceVersion of an apply that may only create: no object of ours is at etcd's first
+revision, so an existing one makes the apiserver answer 409 Conflict."""
+
+
+CREATE_ONLY_REFUSED = "resourceVersion should not be set on objects to be created"
+"""What the apiserver answers (HTTP 500) when a kind's create path refuses any resourceVersion
+(seen for Services in some versions): that kind is then read before its first write."""
+
+
+def controller_uid(obj: dict[str, Any]) -> str | None:
+    """The uid of an object's controller ownerReference, or None."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("uid", ""))
+    return None
+
+
+def check_controlled(manifest: dict[str, Any], live: dict[str, Any]) -> None:
+    """:class:`ChildConflict` unless ``live`` is controlled by the manifest's controller."""
+    wanted = controller_uid(manifest)
+    if wanted is None or controller_uid(live) == wanted:
+        return
+    refs = (live.get("metadata") or {}).get("ownerReferences") or []
+    controller = next((r for r in refs if r.get("controller")), None)
+    found = (
+        f"its controller is {controller.get('kind')} {controller.get('name')}"
+        if controller is not None
+        else "it has no controller"
+    )
+    meta = manifest["metadata"]
+    raise ChildConflict(manifest["kind"], meta["namespace"], meta["name"], found)
+
+
 def manifest_digest(manifest: dict[str, Any]) -> str:
     text = json.dumps(manifest, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -102,6 +147,8 @@ class OperatorKube(Kube):
         self.cache = cache
         self.metrics = metrics
         self._applied: dict[ChildKey, tuple[str, str]] = {}
+        self._taken: set[ChildKey] = set()  # names a create-only apply found taken: read them
+        self._no_create_only: set[str] = set()  # kinds whose create path refuses a version
         self._lock = threading.Lock()
 
     def list_at(
@@ -205,18 +252,47 @@ class OperatorKube(Kube):
         if last is not None and seen is not None and last == (wanted, seen):
             self.metrics.skipped(key[1])
             return manifest
-        if last is None and seen is None and self.cache.absent(key):
-            live = None  # not there when its kind was last listed, not reported since: no read
-        else:
-            live = self.get(resource_of(manifest), key[2], key[3])
+        with self._lock:
+            taken = key in self._taken or key[1] in self._no_create_only
+        if last is None and seen is None and not taken and self.cache.absent(key):
+            # Not there with our label when its kind was last listed, not reported since: no
+            # read, but an apply that may only create (the name may be someone else's).
+            try:
+                return self._write(key, wanted, manifest, "absent", create_only=True)
+            except KubeConflict:
+                with self._lock:  # the name is taken: from now on read it, see whose it is
+                    self._taken.add(key)
+            except KubeRetryable as err:
+                if CREATE_ONLY_REFUSED not in str(err):
+                    raise
+                log.info("%s: creates refuse a resourceVersion; reading first", key[1])
+                with self._lock:  # this kind's create path refuses it: read before writing
+                    self._no_create_only.add(key[1])
+        live = self.get(resource_of(manifest), key[2], key[3])
+        if live is not None:
+            check_controlled(manifest, live)
         differs = "absent" if live is None else difference(manifest, live)
         if live is not None and differs is None:
             self._remember(key, wanted, live)
             self.metrics.skipped(key[1])
             return live
+        return self._write(key, wanted, manifest, differs)
+
+    def _write(
+        self,
+        key: ChildKey,
+        wanted: str,
+        manifest: dict[str, Any],
+        differs: str | None,
+        create_only: bool = False,
+    ) -> dict[str, Any]:
         log.info("apply %s %s/%s: %s differs", key[1], key[2], key[3], differs)
         self.metrics.wrote("apply", key[1])
-        result = super().apply(manifest)
+        if create_only:
+            meta = {**manifest["metadata"], "resourceVersion": CREATE_ONLY_VERSION}
+            result = super().apply({**manifest, "metadata": meta})
+        else:
+            result = super().apply(manifest)
         self._remember(key, wanted, result)
         self.cache.seen_child(result)  # its event, which wakes nobody, may come after the next read
         return result
@@ -265,4 +341,12 @@ class OperatorKube(Kube):
         return super().replace(manifest)
 
 
-__all__ = ["OperatorKube", "covers", "difference", "manifest_digest"]
+__all__ = [
+    "CREATE_ONLY_VERSION",
+    "OperatorKube",
+    "check_controlled",
+    "controller_uid",
+    "covers",
+    "difference",
+    "manifest_digest",
+]

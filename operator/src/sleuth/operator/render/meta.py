@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
+from sleuth.core.api.v1alpha1.allowlists import Allowlists
 from sleuth.core.api.v1alpha1.common import API_VERSION, Resources
 from sleuth.operator.render.tracing import TracingDefaults
 
@@ -77,6 +78,9 @@ class RenderSettings:
     # operator is scraped with honorLabels, "exported_namespace" when not.
     rule_labels: dict[str, str] = field(default_factory=dict)
     series_namespace_label: str = "namespace"
+    # Where specs may point and what they may run (the chart's admission values, operator flags
+    # --allowed-*); the operator's own images are always allowed (sleuth.operator.guard).
+    allowlists: Allowlists = field(default_factory=Allowlists)
 
 
 def place_workload(pod_spec: Manifest, settings: RenderSettings) -> Manifest:

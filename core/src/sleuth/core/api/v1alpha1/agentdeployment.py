@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, JsonValue, model_validator
 
 from sleuth.core.api.fields import (
     GUIDED_FORMAT_DESCRIPTION,
@@ -49,7 +49,12 @@ from sleuth.core.api.v1alpha1.parsers import (
     parser_rule,
 )
 from sleuth.core.api.v1alpha1.tracing import TracingSpec
-from sleuth.core.api.v1alpha1.vllmargs import ExtraArg, extra_args_rule, repeated_flag
+from sleuth.core.api.v1alpha1.vllmargs import (
+    ExtraArg,
+    extra_args_rule,
+    repeated_flag,
+    widening_flag,
+)
 from sleuth.core.names import (
     ANSWER_RELEVANCY_SCORE,
     FAITHFULNESS_SCORE,
@@ -68,6 +73,7 @@ DEFAULT_VLLM_IMAGE = (
 )
 DEFAULT_GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
 DEFAULT_MAX_MODEL_LEN = 16384
+GPU_RESOURCE = "nvidia.com/gpu"
 
 # Fields that only make sense when the operator serves the model.
 SERVING_FIELDS: tuple[str, ...] = (
@@ -83,6 +89,30 @@ SERVING_FIELDS: tuple[str, ...] = (
     "replicas",
     "resources",
 )
+
+
+_GPU_COUNT = (
+    "(has(self.gpu) ? self.gpu.count : has(self.tensorParallelSize) ? self.tensorParallelSize : 1)"
+)
+
+
+def _gpu_resource_rules() -> list[JsonValue]:
+    """CEL: ``spec.model.resources`` may name nvidia.com/gpu only as gpu.count, written as that
+    integer (the comparison is of the text: the cost of parsing quantities here is beyond the
+    apiserver's budget)."""
+    rules: list[JsonValue] = []
+    for field in ("limits", "requests"):
+        where = f"self.resources.{field}"
+        rules.append(
+            {
+                "rule": f"!has(self.resources) || !has({where}) || !('{GPU_RESOURCE}' in {where})"
+                f" || string({where}['{GPU_RESOURCE}']) == string({_GPU_COUNT})",
+                "message": f"spec.model.resources.{field}.{GPU_RESOURCE} contradicts "
+                "spec.model.gpu.count (GPUs come from gpu.count: leave them out of resources)",
+                "fieldPath": f".resources.{field}",
+            }
+        )
+    return rules
 
 
 class GpuSpec(SpecModel):
@@ -184,6 +214,7 @@ class ModelSpec(SpecModel):
                 parser_rule(),
                 context_rule(),
                 extra_args_rule(),
+                *_gpu_resource_rules(),
             ]
         }
     )
@@ -267,7 +298,9 @@ class ModelSpec(SpecModel):
         "[--gpu-memory-utilization=0.92]; at most 4096 characters each, and none of the flags "
         "the operator sets from other fields (--model, --served-model-name, "
         "--tensor-parallel-size, --max-model-len, --quantization, --enable-auto-tool-choice, "
-        "--tool-call-parser, --host, --port).",
+        "--tool-call-parser, --host, --port), nor one that widens what vLLM may do "
+        '(--trust-remote-code, --allowed-local-media-path, ...: docs/install.md, "Security '
+        'model").',
     )
     cache: ModelCache | None = Field(
         default=None, description="Model weight cache. Omit for no cache volume."
@@ -314,11 +347,25 @@ class ModelSpec(SpecModel):
             and parser_mismatch(self.name, self.tool_call_parser, self.extra_args),
             self.max_model_len and context_excess(self.name, self.max_model_len),
             self.extra_args and repeated_flag(self.extra_args),
+            self.extra_args and widening_flag(self.extra_args),
+            self._gpu_resources_problem(),
         ]
         for problem in problems:
             if problem:
                 raise ValueError(problem)
         return self
+
+    def _gpu_resources_problem(self) -> str | None:
+        count = self.effective_gpu.count
+        for field in ("limits", "requests"):
+            found = getattr(self.resources, field, None) or {}
+            if GPU_RESOURCE in found and str(found[GPU_RESOURCE]) != str(count):
+                return (
+                    f"spec.model.resources.{field}.{GPU_RESOURCE}: {found[GPU_RESOURCE]} "
+                    f"contradicts spec.model.gpu.count ({count}); GPUs come from gpu.count: "
+                    "leave them out of resources"
+                )
+        return None
 
     def _check_guided(self) -> None:
         if self.guided_format is not None and self.tool_calling != "guided":
