@@ -13,13 +13,13 @@ from prometheus_client import CollectorRegistry
 
 from sleuth.core.errors import KubeConflict, KubeRetryable
 from sleuth.core.kube import SERVICE, SERVICE_ACCOUNT
-from sleuth.operator.applier import CREATE_ONLY_REFUSED, CREATE_ONLY_VERSION, OperatorKube
 from sleuth.operator.children import CHILD_CONFLICT, apply_children, rejected_conditions
 from sleuth.operator.errors import ChildConflict
-from sleuth.operator.metrics import OperatorMetrics
+from sleuth.operator.loop.applier import CREATE_ONLY_REFUSED, CREATE_ONLY_VERSION, OperatorKube
+from sleuth.operator.loop.metrics import OperatorMetrics
+from sleuth.operator.loop.watchcache import WatchCache
 from sleuth.operator.render.meta import Owner
 from sleuth.operator.status import Cond
-from sleuth.operator.watchcache import WatchCache
 
 pytestmark = pytest.mark.unit
 

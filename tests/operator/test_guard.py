@@ -29,7 +29,7 @@ ENDPOINT = {"endpoint": "http://vllm.models.svc:8000/v1", "servedModelName": "ll
 
 def test_the_allowlist_flags_reach_the_render_settings() -> None:
     from sleuth.core.cli import build_parser
-    from sleuth.operator.cli import loop_settings
+    from sleuth.operator.main import operator_settings
 
     args = build_parser("operator").parse_args(
         [
@@ -42,11 +42,11 @@ def test_the_allowlist_flags_reach_the_render_settings() -> None:
             "corp.local",
         ]
     )
-    render = loop_settings(args, environ={}).render
+    render = operator_settings(args, environ={}).render
     assert render.allowlists.hosts == ("https://search.example.com", "https://*.trusted.example")
     assert render.allowlists.repositories == ("registry.example.com/ml/*",)
     assert render.allowlists.cluster_domain == render.cluster_domain == "corp.local"
-    plain = loop_settings(build_parser("operator").parse_args(["operator"]), environ={}).render
+    plain = operator_settings(build_parser("operator").parse_args(["operator"]), environ={}).render
     assert plain.allowlists.hosts == ()
     assert plain.allowlists.repositories == ("vllm/vllm-openai", "docker.io/vllm/vllm-openai")
 

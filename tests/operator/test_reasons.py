@@ -16,7 +16,9 @@ pytestmark = pytest.mark.unit
 
 SOURCE = ROOT / "operator" / "src" / "sleuth" / "operator"
 # Calls whose third positional argument is a condition reason.
-REASON_CALLS = {"Cond": 2, "_without_children": 2}
+# (A guard's Refused(reason, message) and a child's Refusal(kind, name, detail, reason) carry the
+# reason the resource's conditions get.)
+REASON_CALLS = {"Cond": 2, "_without_children": 2, "Refused": 0, "Refusal": 3}
 
 
 def _module(path: Path) -> str:
@@ -35,6 +37,29 @@ def reasons_in(source: str, constants: object) -> list[tuple[str, int]]:
     ``progressing.reason``) passes on a reason written elsewhere and is skipped."""
     found: list[tuple[str, int]] = []
     for node in ast.walk(ast.parse(source)):
+        # ``reason = CONSTANT`` before a ``Cond(..., reason, ...)``: the constant is written.
+        if (
+            isinstance(node, ast.Assign)
+            and [getattr(t, "id", None) for t in node.targets] == ["reason"]
+            and isinstance(node.value, ast.Name)
+            and isinstance(getattr(constants, node.value.id, None), str)
+        ):
+            found.append((getattr(constants, node.value.id), node.lineno))
+            continue
+        # ``for reason, ... in ((CONSTANT, ...), ...)``: each constant is written.
+        if (
+            isinstance(node, ast.For)
+            and isinstance(node.target, ast.Tuple)
+            and getattr(node.target.elts[0], "id", None) == "reason"
+            and isinstance(node.iter, ast.Tuple)
+        ):
+            for row in node.iter.elts:
+                first = row.elts[0] if isinstance(row, ast.Tuple) else None
+                if isinstance(first, ast.Name):
+                    constant = getattr(constants, first.id, None)
+                    if isinstance(constant, str):
+                        found.append((constant, node.lineno))
+            continue
         if not isinstance(node, ast.Call) or _call_name(node) not in REASON_CALLS:
             continue
         index = REASON_CALLS[_call_name(node)]

@@ -15,7 +15,14 @@ REASONS: dict[str, str] = {
     "AgentNotReady": "Ready=False: the agent does not serve (or waits for its ToolBindings)",
     "ToolServiceNotReady": "Ready=False: the tool service does not serve",
     "SecretNotFound": "Ready=False, Degraded=True: a referenced Secret or key is missing",
-    "SecretUnverifiable": "Degraded=Unknown: the operator may not read a referenced Secret",
+    "SecretUnverifiable": "Ready=False, Degraded=True: the operator may not read a referenced "
+    "Secret, so it cannot tell whether the Secret opted in: not rendered",
+    "SecretNotAllowed": "Ready=False, Degraded=True: a referenced Secret does not opt in to that "
+    "use (annotation sleuth.dev/allowed-uses): not rendered",
+    "EndpointNotAllowed": "Ready=False, Degraded=True: a spec endpoint is outside the allowlists",
+    "ImageNotAllowed": "Ready=False, Degraded=True: a spec image is outside the allowlists",
+    "ChildConflict": "Ready=False, Degraded=True: an object with a child's name is someone "
+    "else's; left alone",
     "AgentNotFound": "Ready=False, Degraded=True: spec.agentRef.name names no AgentDeployment",
     "ToolNameConflict": "Ready=False, Degraded=True: an older ToolBinding gives the same name",
     "InvalidSpec": "Ready=False, Degraded=True: the spec fails the operator's checks",

@@ -23,7 +23,7 @@ A deleted child has no fingerprint and is absent when read, so it is applied aga
 **Only what the owner controls.** The apply is forced (the operator's fields win over other
 managers'), so before it writes over an existing object the applier checks that the object names
 the manifest's owner as its controller (an ownerReference with ``controller: true`` and the
-owner's uid); otherwise it raises :class:`~sleuth.operator.errors.ChildConflict` and writes
+owner's uid); otherwise it raises :class:`~sleuth.operator.loop.errors.ChildConflict` and writes
 nothing. The watches and lists select our label, so "known absent" says nothing about an object
 someone else made with the same name: the first write of a child believed absent is an apply that
 may only create (it carries a ``resourceVersion`` no live object has, which makes the apiserver
@@ -53,7 +53,7 @@ from typing import Any
 
 from sleuth.core.errors import KubeConflict, KubeRetryable
 from sleuth.core.kube import AGENT_DEPLOYMENT, DEPLOYMENT, TOOL_BINDING, Kube, Resource, resource_of
-from sleuth.operator.errors import ChildConflict
+from sleuth.operator.loop.errors import ChildConflict
 from sleuth.operator.loop.metrics import OperatorMetrics
 from sleuth.operator.loop.watchcache import ChildKey, WatchCache, child_key, fingerprint
 
