@@ -126,7 +126,10 @@ def test_the_operator_renders_access_and_reports_a_missing_key_secret(
 ) -> None:
     doc = copy.deepcopy(AGENT)
     doc["metadata"] = {"name": "keys", "namespace": namespace}
-    doc["spec"]["model"] = {"endpoint": "http://model.invalid:8000/v1", "servedModelName": "m"}
+    doc["spec"]["model"] = {
+        "endpoint": "http://model.models.svc:8000/v1",
+        "servedModelName": "m",
+    }
     doc["spec"]["agent"] = {
         "access": {
             "callers": [
@@ -137,23 +140,44 @@ def test_the_operator_renders_access_and_reports_a_missing_key_secret(
     }
     kube.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
 
-    def reported() -> dict[str, Any] | None:
-        obj = json.loads(
-            kube.kubectl("get", "agentdeployment", "keys", "-n", namespace, "-o", "json").stdout
-        )
-        ready = {c["type"]: c for c in obj.get("status", {}).get("conditions", [])}.get("Ready")
-        return obj if ready and ready["reason"] == "SecretNotFound" else None
+    def get(kind: str, name: str) -> dict[str, Any] | None:
+        done = kube.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
+        return json.loads(done.stdout) if done.returncode == 0 else None
 
-    obj = eventually(reported, 60, "SecretNotFound on the AgentDeployment")
+    def reported(reason: str) -> Any:
+        def check() -> dict[str, Any] | None:
+            obj = get("agentdeployment", "keys") or {}
+            conditions = obj.get("status", {}).get("conditions", [])
+            ready = {c["type"]: c for c in conditions}.get("Ready")
+            return obj if ready and ready["reason"] == reason else None
+
+        return check
+
+    # Missing: reported with the field named, and nothing rendered (fail closed).
+    obj = eventually(reported("SecretNotFound"), 60, "SecretNotFound on the AgentDeployment")
     ready = {c["type"]: c for c in obj["status"]["conditions"]}["Ready"]
     assert (
         "spec.agent.access.callers[1].apiKeySecretRef: Secret dashboard-keys not found"
         in (ready["message"])
     )
+    assert get("deployment", "keys-agent") is None
+    # Present but not opted in: refused too, naming the annotation entry.
+    kube.kubectl(
+        "create", "secret", "generic", "dashboard-keys", "-n", namespace,
+        "--from-literal=key-1=0123456789abcdef0123",
+    )  # fmt: skip
+    obj = eventually(reported("SecretNotAllowed"), 60, "SecretNotAllowed on the AgentDeployment")
+    ready = {c["type"]: c for c in obj["status"]["conditions"]}["Ready"]
+    assert "AgentDeployment/caller-api-keys" in ready["message"]
+    assert get("deployment", "keys-agent") is None
+    kube.kubectl(
+        "annotate", "secret", "dashboard-keys", "-n", namespace,
+        "sleuth.dev/allowed-uses=AgentDeployment/caller-api-keys",
+    )  # fmt: skip
+    eventually(lambda: get("configmap", "keys-agent"), 60, "the agent rendered once opted in")
+    obj = get("agentdeployment", "keys") or {}
     assert obj["status"]["agentAudience"] == f"sleuth.dev/agent/{namespace}/keys"
-    config = json.loads(
-        kube.kubectl("get", "configmap", "keys-agent", "-n", namespace, "-o", "json").stdout
-    )
+    config = get("configmap", "keys-agent") or {}
     file = yaml.safe_load(config["data"]["config.yaml"])
     callers = {c["name"]: c for c in file["access"]["callers"]}
     assert callers["portal"]["serviceAccount"] == {"namespace": namespace, "name": "portal"}
@@ -163,14 +187,7 @@ def test_the_operator_renders_access_and_reports_a_missing_key_secret(
     assert issuer["audiences"] == [f"sleuth.dev/agent/{namespace}/keys"]
     discovery = json.loads(kube.kubectl("get", "--raw", "/.well-known/openid-configuration").stdout)
     assert issuer["issuer"] == discovery["issuer"]  # read from the API server at start
-    deployment = json.loads(
-        kube.kubectl("get", "deployment", "keys-agent", "-n", namespace, "-o", "json").stdout
-    )
+    deployment = eventually(lambda: get("deployment", "keys-agent"), 60, "the agent Deployment")
     volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
     assert volumes["apikey-dashboard"]["secret"]["secretName"] == "dashboard-keys"
     assert "items" not in volumes["apikey-dashboard"]["secret"]  # whole: keys rotate in place
-    kube.kubectl(
-        "create", "secret", "generic", "dashboard-keys", "-n", namespace,
-        "--from-literal=key-1=0123456789abcdef0123",
-    )  # fmt: skip
-    eventually(lambda: None if reported() else True, 60, "SecretNotFound cleared")

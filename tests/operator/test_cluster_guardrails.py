@@ -259,25 +259,21 @@ def test_a_tool_binding_never_takes_over_a_config_map_or_network_policy(
     ready = _reported(kube, namespace, "toolbinding/second-sql", "ChildConflict")
     assert ready["message"].startswith(f"NetworkPolicy second-sql-tool: exists in {namespace}")
     assert "Deployment second-sql-tool: not applied" in ready["message"]
-    # second-sql made its ConfigMap and Service before the conflict; no tool pod runs anywhere.
-    made = [_get(kube, namespace, f"{kind}/second-sql-tool") for kind in ("configmap", "service")]
-    for obj in made:
-        assert [r["uid"] for r in obj["metadata"]["ownerReferences"]] == [
-            _get(kube, namespace, "toolbinding/second-sql")["metadata"]["uid"]
-        ]
-    for what in ("deployment/contracts-sql-tool", "deployment/second-sql-tool"):
-        assert not _get(kube, namespace, what), f"{what} was applied"
+    # A tool's NetworkPolicy is applied first and nothing after a conflict: second-sql made
+    # nothing; contracts-sql made its policy before its ConfigMap's conflict. No tool pod runs.
+    for kind in ("configmap", "service", "deployment"):
+        assert not _get(kube, namespace, f"{kind}/second-sql-tool"), f"{kind} was applied"
+    made = _get(kube, namespace, "networkpolicy/contracts-sql-tool")
+    assert [r["uid"] for r in made["metadata"]["ownerReferences"]] == [
+        _get(kube, namespace, "toolbinding/contracts-sql")["metadata"]["uid"]
+    ]
+    assert not _get(kube, namespace, "deployment/contracts-sql-tool"), "the tool was applied"
     _untouched(kube, namespace, versions)
     # Deleting the bindings collects what they made, and only that.
     kube.kubectl("delete", "-n", namespace, "toolbinding/contracts-sql", "toolbinding/second-sql")
     eventually(
-        lambda: (
-            not any(
-                _get(kube, namespace, f"{kind}/second-sql-tool")
-                for kind in ("configmap", "service")
-            )
-        ),
+        lambda: not _get(kube, namespace, "networkpolicy/contracts-sql-tool"),
         timeout=60,
-        what="second-sql's own ConfigMap and Service collected",
+        what="contracts-sql's own NetworkPolicy collected",
     )
     _untouched(kube, namespace, versions)
