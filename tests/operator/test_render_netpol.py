@@ -217,7 +217,6 @@ def test_nothing_may_connect_to_an_eval_run() -> None:
             }
         },
         "policyTypes": ["Ingress"],
-        "ingress": [],
     }
 
 

@@ -161,12 +161,16 @@ def network_policy(
 ) -> Manifest:
     """A NetworkPolicy; ``None`` leaves a direction open, ``[]`` admits nothing in it."""
     spec: dict[str, Any] = {"podSelector": {"matchLabels": selector}, "policyTypes": []}
+    # An empty rule list (deny all) is left out: the apiserver stores it as absent, and the
+    # rendered object must equal the stored one, or a restarted operator would write it again.
     if ingress is not None:
         spec["policyTypes"].append("Ingress")
-        spec["ingress"] = ingress
+        if ingress:
+            spec["ingress"] = ingress
     if egress is not None:
         spec["policyTypes"].append("Egress")
-        spec["egress"] = egress
+        if egress:
+            spec["egress"] = egress
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
