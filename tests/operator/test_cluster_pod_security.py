@@ -1,9 +1,10 @@
-"""A model pod refused by Pod Security admission, on the real control plane.
+"""A model pod refused by admission, on the real control plane.
 
 The namespace enforces the ``restricted`` Pod Security level
-(``pod-security.kubernetes.io/enforce: restricted``); the vLLM pod template of a served model
-(root, no dropped capabilities) violates it. kube-controller-manager's ReplicaSet controller really
-tries to create the pod, kube-apiserver's PodSecurity admission really refuses it, and the
+(``pod-security.kubernetes.io/enforce: restricted``), which every pod sleuth renders passes (the
+model server included: tests/operator/test_cluster_render.py), and a ResourceQuota that allows no
+GPU, which the vLLM pod of a served model exceeds. kube-controller-manager's ReplicaSet controller
+really tries to create the pod, kube-apiserver's quota admission really refuses it, and the
 Deployment controller copies the ReplicaSet's ``ReplicaFailure``/``FailedCreate`` condition onto
 the Deployment. The AgentDeployment must say so — the reason, in its conditions and in an Event —
 instead of a bare "0/1 replicas available".
@@ -49,10 +50,17 @@ def _warnings(kube: Any, namespace: str) -> list[dict[str, Any]]:
     ]
 
 
-def test_a_model_pod_refused_by_pod_security_is_reported_on_the_agentdeployment(
+def test_a_model_pod_refused_by_admission_is_reported_on_the_agentdeployment(
     kube: Any, namespace: str, operator: OperatorProcess
 ) -> None:
     kube.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted")
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "no-gpu"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "0"}},
+    }
+    kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(quota))
     kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(AGENT))
 
     def refused() -> dict[str, dict[str, str]]:
@@ -63,13 +71,13 @@ def test_a_model_pod_refused_by_pod_security_is_reported_on_the_agentdeployment(
     conds = eventually(refused, 120, "Degraded=True ReplicaFailure on the AgentDeployment")
     degraded, ready = conds["Degraded"], conds["Ready"]
     assert degraded["status"] == "True"
-    # The apiserver's own words: which pod, which policy, which rule.
+    # The apiserver's own words: which pod, which quota.
     assert "Deployment psa-model: 0/1 replicas available" in degraded["message"]
     assert "pods cannot be created: FailedCreate: " in degraded["message"]
-    assert 'violates PodSecurity "restricted:latest"' in degraded["message"]
+    assert "exceeded quota: no-gpu" in degraded["message"]
     assert ready["status"] == "False"
     assert ready["reason"] == "ModelNotReady"
-    assert 'violates PodSecurity "restricted:latest"' in ready["message"]
+    assert "exceeded quota: no-gpu" in ready["message"]
     # The Deployment really carries the condition the operator read (not a stand-in).
     model = json.loads(
         kube.kubectl("get", "deployment/psa-model", "-n", namespace, "-o", "json").stdout
@@ -82,7 +90,7 @@ def test_a_model_pod_refused_by_pod_security_is_reported_on_the_agentdeployment(
         60,
         "a Warning Event ReplicaFailure",
     )
-    assert "violates PodSecurity" in events[0]["message"]
+    assert "exceeded quota" in events[0]["message"]
     assert events[0]["message"].startswith("Degraded=True: ")
 
     # The agent's pods are hardened to the restricted level: admitted, the Deployment has a pod.
