@@ -49,8 +49,30 @@ class ChatMessage(BaseModel):
         if isinstance(self.content, str):
             return self.content
         if isinstance(self.content, list):
-            return "".join(str(p.get("text", "")) for p in self.content)
+            return "".join(p["text"] for p in self.content if isinstance(p.get("text"), str))
         return ""
+
+
+def _check_parts(messages: list[ChatMessage]) -> None:
+    """Content parts as OpenAI has them: a ``text`` is a string, and a ``"type": "text"`` part
+    has one (other parts, such as images, are accepted and ignored)."""
+    for i, message in enumerate(messages):
+        for j, part in enumerate(message.content if isinstance(message.content, list) else []):
+            text = part.get("text")
+            if isinstance(text, str) or (text is None and part.get("type") != "text"):
+                continue
+            field = f"messages.{i}.content.{j}.text"
+            got = "missing" if text is None else f"{_json_type(text)}, not a string"
+            message = f"{field}: a text part's text must be a string ({got})"
+            raise RequestRejected(message, field=field)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return {dict: "an object", list: "an array"}.get(type(value), type(value).__name__)
 
 
 class ChatRequest(BaseModel):
@@ -118,6 +140,7 @@ async def models(request: Request) -> dict[str, Any]:
 
 
 def _conversation(body: ChatRequest) -> Conversation:
+    _check_parts(body.messages)
     last = body.messages[-1]
     index = len(body.messages) - 1
     if last.role != "user" or not last.text().strip():
