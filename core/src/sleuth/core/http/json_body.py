@@ -56,6 +56,8 @@ def _deeper(brackets: bytes, limit: int) -> bool:
     """True when the running count of ``[`` minus ``]`` passes ``limit``: computed in C
     (``accumulate``), a slice at a time (growing from 1 KiB), stopping at the first slice that
     passes: a body that is deep from its start is refused after a few thousand brackets."""
+    if limit < 0:
+        return True
     depth, start, size = 0, 0, 1024
     while start < len(brackets):
         piece = brackets[start : start + size]
