@@ -8,7 +8,10 @@ non-streamed body carries the citations and trace under the extra key ``sleuth``
 With ``"stream": true`` the role chunk is sent at once; then the answer's text as the model
 server streams it, token by token (the router's answer, and answers no model streamed, in one
 piece when the loop has them), then the finish chunk (with the citations under ``sleuth``), the
-usage chunk when ``stream_options.include_usage`` asks for it, and ``[DONE]``. While the model and
+usage chunk when ``stream_options.include_usage`` asks for it, and ``[DONE]``. When text of a model
+reply was sent and that reply never completed (its stream cut and the retry failed, the request
+timed out under it), the finish chunk says ``finish_reason: "length"`` (what OpenAI clients read as
+"this text is cut") and ``sleuth.textCut: true``, never ``stop``. While the model and
 the tools work, progress goes out as SSE comment lines, ``: sleuth {"kind": "tools", ...}``,
 which OpenAI clients skip (and which keep idle-timeout proxies from cutting a long tool round).
 
@@ -229,7 +232,10 @@ async def chat_completions(request: Request) -> Response:
             elif isinstance(event, Finished):
                 result = event.result
         assert result is not None
-        yield _chunk(cid, model, {}, "stop", {"citations": result.citations, **span.body()})
+        extra = {"citations": result.citations, **span.body()}
+        if result.text_cut:  # the text holds a cut reply: not "stop", which says complete
+            extra["textCut"] = True
+        yield _chunk(cid, model, {}, "length" if result.text_cut else "stop", extra)
         if include_usage:
             usage = {
                 "id": cid,
