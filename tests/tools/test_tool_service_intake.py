@@ -95,3 +95,29 @@ def test_mcp_still_serves_after_the_refusals(sql_service: ServiceProcess) -> Non
     result = response.json()["result"]
     assert result["isError"] is False
     assert json.loads(result["content"][0]["text"])["content"]["rows"][0]["n"] > 0
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_mcp_offers_no_stream_and_no_session(sql_service: ServiceProcess, method: str) -> None:
+    """A GET stream of a stateless service never carried anything and stayed open for ever
+    (the fuzzer's find, issue 34): 405, as MCP allows, in the usual error shape."""
+    headers = {"accept": "application/json, text/event-stream"}
+    response = httpx.request(method, f"{sql_service.url}/mcp", headers=headers, timeout=10)
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+    assert response.json()["error"]["type"] == "method_not_allowed"
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain"])
+def test_mcp_refuses_a_body_not_declared_json(
+    sql_service: ServiceProcess, content_type: str | None
+) -> None:
+    """The MCP SDK answered this in plain text; now a JSON-RPC error (the fuzzer's find)."""
+    headers = {"accept": "application/json, text/event-stream"}
+    if content_type:
+        headers["content-type"] = content_type
+    url = f"{sql_service.url}/mcp"
+    response = httpx.post(url, content=_mcp_call({"query": "SELECT 1"}), headers=headers)
+    assert response.status_code == 415
+    assert response.json()["error"]["code"] == -32600
+    assert "Content-Type: application/json" in response.json()["error"]["message"]

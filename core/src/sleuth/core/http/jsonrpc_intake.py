@@ -13,8 +13,8 @@ error response::
                "error": {"code": -32700, "message": "...", "data": {"field": null}}}
 
 -32700 (parse error) for a body that is not UTF-8, not JSON or nested too deep; -32600 (invalid
-request) with HTTP 422 and ``data.field`` naming the string for a lone surrogate. A body that
-passes goes on to the SDK unchanged.
+request) with HTTP 422 and ``data.field`` naming the string for a lone surrogate, and with HTTP
+415 for a body not declared JSON. A body that passes goes on to the SDK unchanged.
 """
 
 from __future__ import annotations
@@ -39,17 +39,41 @@ def jsonrpc_error_body(err: JsonBodyError) -> bytes:
     return json.dumps(payload).encode()
 
 
-class JsonRpcIntake:
-    """ASGI wrapper of one JSON-RPC route: a POST body must pass
-    :func:`~sleuth.core.http.json_body.parse_json_body` before ``app`` sees it."""
+def _media_type(scope: Scope) -> str:
+    for name, value in scope.get("headers", []):
+        if name == b"content-type":
+            return value.decode("latin-1").split(";")[0].strip().lower()
+    return ""
 
-    def __init__(self, app: ASGIApp, max_depth: int = MAX_JSON_DEPTH) -> None:
+
+class JsonRpcIntake:
+    """ASGI wrapper of one JSON-RPC route: a POST body must be declared JSON and pass
+    :func:`~sleuth.core.http.json_body.parse_json_body` before ``app`` sees it.
+
+    ``declared``: the Content-Type must be ``application/json`` (the MCP SDK's own rule, which
+    it answers in plain text); otherwise none, or a ``+json`` type, is accepted too, as on the
+    agent's REST routes.
+    Any other media type is refused with HTTP 415 and -32600."""
+
+    def __init__(
+        self, app: ASGIApp, *, declared: bool = False, max_depth: int = MAX_JSON_DEPTH
+    ) -> None:
         self.app = app
+        self.declared = declared
         self.max_depth = max_depth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
+            return
+        media = _media_type(scope)
+        lenient = not self.declared and (not media or media.endswith("+json"))
+        if media != "application/json" and not lenient:
+            said = f"not {media[:100]}" if media else "none was given"
+            err = JsonBodyError(
+                f"the body must be JSON (Content-Type: application/json), {said}", status=415
+            )
+            await _send_json(send, 415, jsonrpc_error_body(err))
             return
         chunks: list[bytes] = []
         while True:
