@@ -3,6 +3,7 @@
 Routes::
 
     POST /mcp                     MCP streamable HTTP (stateless, JSON): tools/list, tools/call
+                                  (GET and DELETE: 405, no SSE stream and no session)
     GET  /v1/tools                the served tools as OpenAI ``tools[]`` entries
     POST /v1/tools/{name}/call    {"arguments": {...}} → {"content", "citations"} or {"error"}
     GET  /healthz                 the process is alive
@@ -339,7 +340,9 @@ def create_app(
         Route("/metrics", metrics_endpoint),
         Route("/v1/tools", list_tools),
         Route("/v1/tools/{name}/call", call, methods=["POST"]),
-        Route("/mcp", JsonRpcIntake(mcp_endpoint), methods=["GET", "POST", "DELETE"]),
+        # POST only: stateless, the service has no session to delete and sends nothing of its
+        # own, so a GET stream would stay open, idle, for ever (MCP allows 405 for both)
+        Route("/mcp", JsonRpcIntake(mcp_endpoint, declared=True), methods=["POST"]),
     ]
     guard = Middleware(
         RequestGuard,
