@@ -119,7 +119,9 @@ def check_response(response: httpx.Response, *, jsonrpc: bool = False) -> None:
     assert response.status_code < 500, f"{response.status_code}: {response.text[:500]}"
     content_type = response.headers.get("content-type", "")
     # strict UTF-8: a lone surrogate in a response fails here
-    body = json.loads(response.content.decode("utf-8")) if "json" in content_type else None
+    # (an empty body is no JSON: MCP answers a notification 202 with none)
+    is_json = "json" in content_type and response.content
+    body = json.loads(response.content.decode("utf-8")) if is_json else None
     if response.status_code < 400:
         return
     assert body is not None, f"{response.status_code} without a JSON body: {response.text[:200]}"
