@@ -66,8 +66,8 @@ def _check_parts(messages: list[ChatMessage]) -> None:
                 continue
             field = f"messages.{i}.content.{j}.text"
             got = "missing" if text is None else f"{_json_type(text)}, not a string"
-            message = f"{field}: a text part's text must be a string ({got})"
-            raise RequestRejected(message, field=field)
+            said = f"{field}: a text part's text must be a string ({got})"
+            raise RequestRejected(said, field=field)
 
 
 def _json_type(value: Any) -> str:
@@ -75,7 +75,11 @@ def _json_type(value: Any) -> str:
         return "a boolean"
     if isinstance(value, int | float):
         return "a number"
-    return {dict: "an object", list: "an array"}.get(type(value), type(value).__name__)
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
 
 
 class ChatRequest(BaseModel):
@@ -232,7 +236,7 @@ async def chat_completions(request: Request) -> Response:
             elif isinstance(event, Finished):
                 result = event.result
         assert result is not None
-        extra = {"citations": result.citations, **span.body()}
+        extra: dict[str, Any] = {"citations": result.citations, **span.body()}
         if result.text_cut:  # the text holds a cut reply: not "stop", which says complete
             extra["textCut"] = True
         yield _chunk(cid, model, {}, "length" if result.text_cut else "stop", extra)

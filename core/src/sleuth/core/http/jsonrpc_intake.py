@@ -42,7 +42,8 @@ def jsonrpc_error_body(err: JsonBodyError) -> bytes:
 def _media_type(scope: Scope) -> str:
     for name, value in scope.get("headers", []):
         if name == b"content-type":
-            return value.decode("latin-1").split(";")[0].strip().lower()
+            media: str = value.decode("latin-1")
+            return media.split(";")[0].strip().lower()
     return ""
 
 
