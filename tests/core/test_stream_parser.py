@@ -17,7 +17,7 @@ from sleuth.core.errors import ModelError, ModelResponseError, ModelUnavailable
 pytestmark = pytest.mark.unit
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
     lambda children: st.lists(children, max_size=3)
     | st.dictionaries(
         st.sampled_from(
@@ -75,6 +75,36 @@ def _chunk(**delta: object) -> bytes:
 def test_the_reported_malformed_chunks_are_model_response_errors(line: bytes) -> None:
     with pytest.raises(ModelResponseError):
         _parse([line, b'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}'])
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'data: {"choices": [], "usage": {"prompt_tokens": NaN}}',
+        b'data: {"choices": [], "usage": {"completion_tokens": 1e400}}',
+        b"data: " + b"[" * 100_000 + b"]" * 100_000,
+    ],
+)
+def test_numbers_and_nesting_no_turn_can_hold_are_model_response_errors(line: bytes) -> None:
+    with pytest.raises(ModelResponseError):
+        _parse([line, b'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}'])
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (b"data: The answer \xff\xfe\x80 ends here", "not UTF-8 (invalid byte at offset 11)"),
+        (b"data: <html>upstream 10.0.0.7:8000 failed</html>", "not JSON (Expecting value)"),
+    ],
+)
+def test_a_bad_chunk_is_described_not_echoed(line: bytes, said: str) -> None:
+    """The message reaches the answer and the trace: what was wrong, not the bytes (issue 34)."""
+    with pytest.raises(ModelResponseError) as err:
+        _parse([line])
+    assert said in str(err.value)
+    assert "answer" not in str(err.value)
+    assert "10.0.0.7" not in str(err.value)
+    assert "\\x" not in str(err.value)
 
 
 def test_a_cut_stream_is_a_retryable_error_not_an_answer() -> None:

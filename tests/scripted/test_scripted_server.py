@@ -240,3 +240,22 @@ def test_a_raw_turn_goes_out_verbatim_to_a_guided_request() -> None:
         r = httpx.post(f"{server.url}/chat/completions", json=body, timeout=10)
     assert r.status_code == 200
     assert r.json()["choices"][0]["message"]["content"] == '{"answer": "cu'
+
+
+def test_a_cut_stream_ends_without_finish_reason_or_done() -> None:
+    cut = ScriptedResponse(
+        content="In 2025 you signed 47 contracts.", completion_tokens=8, cut_after=3
+    )
+    with ScriptedServer(Scenario(turns=[cut])) as server:
+        body = {"model": "m", "messages": _history(0), "stream": True}
+        r = httpx.post(f"{server.url}/chat/completions", json=body, timeout=10)
+    assert r.status_code == 200
+    data = [line[6:] for line in r.text.splitlines() if line.startswith("data: ")]
+    assert "[DONE]" not in data
+    chunks = [json.loads(d) for d in data]
+    assert len(chunks) == 4  # the role chunk and three deltas
+    assert all(c["choices"][0]["finish_reason"] is None for c in chunks)
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    assert text
+    assert "In 2025 you signed 47 contracts.".startswith(text)
+    assert text != "In 2025 you signed 47 contracts."

@@ -305,6 +305,31 @@ def test_refused_credentials_are_a_configuration_error(
 
 
 @pytest.mark.parametrize(
+    ("option", "sqlstate"),
+    [("fallback_search=on", "42704"), ("statement_timeout=soon", "22023")],
+)
+def test_an_option_the_database_refuses_is_a_configuration_error(
+    postgres: Postgres, tmp_path: Path, option: str, sqlstate: str
+) -> None:
+    """asyncpg sends an unknown URI option to PostgreSQL as a setting, which refuses the
+    connection: the tool's configuration is wrong, not the model's query (issue 34)."""
+    separator = "&" if "?" in postgres.reader_dsn else "?"
+    dsn = f"{postgres.reader_dsn}{separator}{option}"
+    service = ServiceProcess(sql_binding(), tmp_path, {"SLEUTH_SQL_CONNECTION_URI": dsn})
+    service.wait_healthy()
+    try:
+        assert httpx.get(f"{service.url}/readyz", timeout=10).status_code == 503
+        error = _error(_call(service, TRIVIAL), 503)
+    finally:
+        service.stop()
+    assert error["kind"] == "misconfigured"
+    assert "refused its connection settings" in error["message"]
+    assert f"SQLSTATE {sqlstate}" in error["message"]
+    assert "an operator must fix SLEUTH_SQL_CONNECTION_URI" in error["message"]
+    assert "refused the query" not in error["message"]
+
+
+@pytest.mark.parametrize(
     "dsn",
     [
         "postgresql://reader:hunter2-secret@127.0.0.1:not-a-port/contracts",

@@ -19,6 +19,9 @@ The same limits as the OpenAI front: the body's size and read time
 naming ``message.parts``) and admission (at ``maxConcurrentRequests`` a new task is ``rejected`` at
 once, with a message saying to retry). Only ``SendMessage``/``SendStreamingMessage`` take an
 admission slot; ``GetTask`` and ``CancelTask`` are always served. Tasks live in memory, per replica.
+The body is checked before the SDK parses it
+(:class:`~sleuth.core.http.jsonrpc_intake.JsonRpcIntake`: UTF-8, nesting at most 64 levels, no
+lone surrogate), refusals as JSON-RPC errors.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from sleuth.agent.loop import AgentResult
 from sleuth.agent.reqspan import RequestSpan
 from sleuth.agent.request_checks import Conversation
 from sleuth.agent.service import AgentService, Overloaded
+from sleuth.core.http.jsonrpc_intake import JsonRpcIntake
 
 A2A_PATH = "/a2a"
 ANSWER_ARTIFACT = "answer"
@@ -264,7 +268,9 @@ def a2a_routes(service: AgentService) -> list[BaseRoute]:
         return JSONResponse(agent_card_to_dict(agent_card(service, base_url(request))))
 
     routes: list[BaseRoute] = [Route(AGENT_CARD_WELL_KNOWN_PATH, card, methods=["GET"])]
-    routes.extend(
-        create_jsonrpc_routes(handler, rpc_url=A2A_PATH, context_builder=CallerContextBuilder())
-    )
+    for route in create_jsonrpc_routes(
+        handler, rpc_url=A2A_PATH, context_builder=CallerContextBuilder()
+    ):
+        route.app = JsonRpcIntake(route.app)  # the body checked before the SDK parses it
+        routes.append(route)
     return routes

@@ -85,11 +85,16 @@ class AnswerStream:
     :meth:`finish` writes the authoritative answer unless the text shown already ends with it:
     a streamed answer is not repeated, and a run whose answer was never streamed (the router, a
     model that does not stream, an honest limit or failure answer) still shows it.
+
+    ``cut`` is set when text of a model reply was shown and that reply then failed (its stream
+    cut, its retry failed too, the request timed out under it): what the client has is not the
+    complete answer, and the OpenAI front ends the stream with ``finish_reason: "length"``.
     """
 
     def __init__(self, listener: RunListener) -> None:
         self.listener = listener
         self.text = ""
+        self.cut = False  # the text shown holds a model reply that never completed
         self._paragraph = False
 
     def progress(self, event: Progress) -> None:

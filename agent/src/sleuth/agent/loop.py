@@ -72,6 +72,8 @@ class AgentResult:
     # The conversation as it ended, so another planner can go on from it (the router fallback).
     messages: tuple[dict[str, Any], ...] = ()
     conversation: Conversation | None = None
+    # Streamed: the text shown holds a model reply that never completed (AnswerStream.cut).
+    text_cut: bool = False
 
 
 class State(enum.Enum):
@@ -230,6 +232,7 @@ class Agent:
             run.stream.new_turn()
             if getattr(self.model, "streams_text", False):
                 relay = TextRelay(run.stream)
+        turn: ModelTurn | None = None
         try:
             try:
                 turn = await self._complete(run, tools, relay)
@@ -249,6 +252,9 @@ class Agent:
                 )
             )
             return None
+        finally:  # failed, or cancelled (the request's timeout), after its text was shown
+            if relay is not None and relay.sent and turn is None and run.stream is not None:
+                run.stream.cut = True
         trace.steps.append(
             ModelStep(
                 iteration=trace.iterations,

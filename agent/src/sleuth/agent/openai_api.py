@@ -8,7 +8,10 @@ non-streamed body carries the citations and trace under the extra key ``sleuth``
 With ``"stream": true`` the role chunk is sent at once; then the answer's text as the model
 server streams it, token by token (the router's answer, and answers no model streamed, in one
 piece when the loop has them), then the finish chunk (with the citations under ``sleuth``), the
-usage chunk when ``stream_options.include_usage`` asks for it, and ``[DONE]``. While the model and
+usage chunk when ``stream_options.include_usage`` asks for it, and ``[DONE]``. When text of a model
+reply was sent and that reply never completed (its stream cut and the retry failed, the request
+timed out under it), the finish chunk says ``finish_reason: "length"`` (what OpenAI clients read as
+"this text is cut") and ``sleuth.textCut: true``, never ``stop``. While the model and
 the tools work, progress goes out as SSE comment lines, ``: sleuth {"kind": "tools", ...}``,
 which OpenAI clients skip (and which keep idle-timeout proxies from cutting a long tool round).
 
@@ -50,8 +53,34 @@ class ChatMessage(BaseModel):
         if isinstance(self.content, str):
             return self.content
         if isinstance(self.content, list):
-            return "".join(str(p.get("text", "")) for p in self.content)
+            return "".join(p["text"] for p in self.content if isinstance(p.get("text"), str))
         return ""
+
+
+def _check_parts(messages: list[ChatMessage]) -> None:
+    """Content parts as OpenAI has them: a ``text`` is a string, and a ``"type": "text"`` part
+    has one (other parts, such as images, are accepted and ignored)."""
+    for i, message in enumerate(messages):
+        for j, part in enumerate(message.content if isinstance(message.content, list) else []):
+            text = part.get("text")
+            if isinstance(text, str) or (text is None and part.get("type") != "text"):
+                continue
+            field = f"messages.{i}.content.{j}.text"
+            got = "missing" if text is None else f"{_json_type(text)}, not a string"
+            said = f"{field}: a text part's text must be a string ({got})"
+            raise RequestRejected(said, field=field)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
 
 
 class ChatRequest(BaseModel):
@@ -119,6 +148,7 @@ async def models(request: Request) -> dict[str, Any]:
 
 
 def _conversation(body: ChatRequest) -> Conversation:
+    _check_parts(body.messages)
     last = body.messages[-1]
     index = len(body.messages) - 1
     if last.role != "user" or not last.text().strip():
@@ -214,7 +244,10 @@ async def chat_completions(
             elif isinstance(event, Finished):
                 result = event.result
         assert result is not None
-        yield _chunk(cid, model, {}, "stop", {"citations": result.citations, **span.body()})
+        extra: dict[str, Any] = {"citations": result.citations, **span.body()}
+        if result.text_cut:  # the text holds a cut reply: not "stop", which says complete
+            extra["textCut"] = True
+        yield _chunk(cid, model, {}, "length" if result.text_cut else "stop", extra)
         if include_usage:
             usage = {
                 "id": cid,

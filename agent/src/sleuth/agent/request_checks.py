@@ -3,8 +3,10 @@
 One policy for ``/v1/query``, ``/v1/chat/completions`` and the A2A endpoint ``/a2a`` (the body's
 size and read time are checked earlier, by :class:`sleuth.core.http.request_guard.RequestGuard`):
 
-- the body is JSON (``Content-Type: application/json``, or none) holding an object that
-  validates **strictly** against the endpoint's model (``"stream": "yes"`` is not a boolean);
+- the body is JSON (``Content-Type: application/json``, or none), read by
+  :func:`sleuth.core.http.json_body.parse_json_body` (UTF-8, nesting at most 64 levels, no lone
+  surrogate in any string: 400, or 422 naming the field), holding an object that validates
+  **strictly** against the endpoint's model (``"stream": "yes"`` is not a boolean);
 - the question is not blank and has at most ``limits.maxQuestionChars`` characters;
 - at most ``limits.maxHistoryMessages`` earlier messages, at most ``limits.maxHistoryChars``
   characters in all;
@@ -17,7 +19,6 @@ Every refusal is a :class:`~sleuth.agent.errors.RequestRejected` naming the fiel
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from starlette.requests import Request
 
 from sleuth.agent.errors import RequestRejected
 from sleuth.core.api.v1alpha1.limits import AgentLimitsSpec
+from sleuth.core.http.json_body import JsonBodyError, parse_json_body
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -48,14 +50,10 @@ async def read_json(request: Request, model: type[M]) -> M:
             status=415,
             kind="unsupported_media_type",
         )
-    raw = await request.body()
     try:
-        data = json.loads(raw)
-    except ValueError as err:  # bad JSON, or bytes that are not UTF-8
-        where = ""
-        if isinstance(err, json.JSONDecodeError):
-            where = f" (line {err.lineno}, column {err.colno}: {err.msg})"
-        raise RequestRejected(f"the body is not valid JSON{where}", status=400) from None
+        data = parse_json_body(await request.body())
+    except JsonBodyError as err:  # not UTF-8 or JSON, nested too deep, a lone surrogate
+        raise RequestRejected(str(err), status=err.status, field=err.field) from None
     if not isinstance(data, dict):
         raise RequestRejected(f"the body must be a JSON object, not {type(data).__name__}")
     try:

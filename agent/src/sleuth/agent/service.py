@@ -15,6 +15,7 @@ the trace id when there is one.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -224,6 +225,7 @@ class AgentService:
             raise
         if stream is not None:
             stream.finish(result.answer)
+            result = dataclasses.replace(result, text_cut=stream.cut)
         self.metrics.observe_trace(result.trace, endpoint)
         trace_id = current_trace_id()
         _log_request(endpoint, result, trace_id, caller)

@@ -4,13 +4,15 @@
 :func:`parse_body` reads a JSON reply, :class:`StreamParser` a streamed one (server-sent events),
 :func:`raise_for_status` turns an error status into the right
 :class:`~sleuth.core.errors.ModelError`. Whatever bytes arrive, they either parse or raise a
-:class:`~sleuth.core.errors.ModelError`.
+:class:`~sleuth.core.errors.ModelError`, whose message reaches the answer and the trace: it says
+what was wrong, never the bytes themselves (those, and a proxy's text, go to the log).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +21,7 @@ from typing import Any
 import aiohttp
 
 from sleuth.core.errors import ModelResponseError, ModelUnavailable
+from sleuth.core.http.json_body import MAX_JSON_DEPTH, nests_deeper_than
 
 log = logging.getLogger("sleuth.llm")
 
@@ -89,8 +92,15 @@ def _int(value: Any, what: str) -> int:
     """A token count from the wire: an int (or a float that is one), else a ModelResponseError."""
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise ModelResponseError(f"not a chat completion: {what} is {value!r}, not an integer")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value != int(value)
+    ):
+        raise ModelResponseError(
+            f"not a chat completion: {what} is {repr(value)[:40]}, not an integer"
+        )
     return int(value)
 
 
@@ -116,11 +126,29 @@ def _list(value: Any, what: str) -> list[Any]:
     raise ModelResponseError(f"not a chat completion: {what} is {type(value).__name__}")
 
 
+def _loads(raw: bytes, what: str) -> Any:
+    """JSON from the model server, or a :class:`ModelResponseError` saying what was wrong (not
+    the bytes: those are logged). Nesting is bounded as on the services' own intake."""
+    if nests_deeper_than(raw, MAX_JSON_DEPTH):
+        raise ModelResponseError(f"{what} nests more than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        log.warning("%s from the model server is not UTF-8: %r", what, raw[:200])
+        raise ModelResponseError(
+            f"{what} is not UTF-8 (invalid byte at offset {exc.start})"
+        ) from None
+    except ValueError as exc:  # e.g. a proxy's page: logged, never in the answer
+        log.warning("%s from the model server is not JSON: %r", what, raw[:200])
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        raise ModelResponseError(f"{what} is not JSON ({reason})") from None
+
+
 def parse_body(raw: bytes) -> ModelTurn:
     try:
-        data = json.loads(raw)
-    except ValueError as exc:  # bad JSON or bytes that are not UTF-8
-        raise ModelResponseError(f"not a chat completion: {exc}") from exc
+        data = _loads(raw, "the body")
+    except ModelResponseError as exc:
+        raise ModelResponseError(f"not a chat completion: {exc}") from None
     choices = _list(_dict(data, "the body").get("choices"), "choices")
     if not choices:
         raise ModelResponseError("not a chat completion: no choices")
@@ -174,20 +202,13 @@ class StreamParser:
     def feed(self, raw: bytes) -> None:
         if not raw.startswith(b"data:"):
             return
-        try:
-            payload = raw[5:].strip().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ModelResponseError(f"stream chunk is not UTF-8: {raw[:80]!r}") from exc
-        if payload == "[DONE]":
+        payload = raw[5:].strip()
+        if payload == b"[DONE]":
             self._done = True
             return
         if self.ttft_s is None:
             self.ttft_s = time.perf_counter() - self._started
-        try:
-            chunk = json.loads(payload)
-        except ValueError as exc:
-            raise ModelResponseError(f"unparseable stream chunk: {payload[:200]}") from exc
-        chunk = _dict(chunk, "a stream chunk")
+        chunk = _dict(_loads(payload, "a stream chunk"), "a stream chunk")
         self._usage = _dict(chunk.get("usage"), "usage") or self._usage
         for choice in _list(chunk.get("choices"), "choices"):
             choice = _dict(choice, "a stream choice")

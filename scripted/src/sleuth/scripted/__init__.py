@@ -38,6 +38,8 @@ A request carrying a JSON Schema (``response_format``) gets its turn the way a c
 writes it, checked against that schema (:mod:`sleuth.scripted.structured`): guided tool calls as
 text, and a 400 naming the schema's complaint when the schema is invalid or refuses the turn;
 ``ScriptedResponse(raw=True)`` sends content verbatim (a reply cut short).
+``ScriptedResponse(cut_after=N)`` ends a streamed reply after N deltas with no ``finish_reason``
+and no ``[DONE]``: a server that died mid-answer.
 
 ``ScriptedProcess(scenario)`` has the same API but runs the server as a child process (for
 benchmarks). ``ScriptedServer(scenario, responder=fn)`` calls ``fn(request_body)`` first; a

@@ -208,6 +208,9 @@ async def _stream(
     gap = per_token_s * max(0, completion.completion_tokens - 1) / max(1, len(deltas) - 1)
     role = completion.chunk({"role": "assistant", "content": ""})
     pending = [(first_at + i * gap, completion.chunk(d)) for i, d in enumerate(deltas)]
+    cut = completion.response.cut_after
+    if cut is not None:  # the server dies after these: no finish chunk, no [DONE]
+        pending = pending[:cut]
     await _sleep_until(first_at)
     out = [role]
     loop = asyncio.get_running_loop()
@@ -220,6 +223,9 @@ async def _stream(
             await _sleep_until(due)
         out.append(text)
         index += 1
+    if cut is not None:
+        yield "".join(out)
+        return
     out.append(completion.chunk({}, completion.finish_reason))
     if usage:
         body = {

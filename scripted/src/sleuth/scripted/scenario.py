@@ -71,6 +71,13 @@ class ScriptedResponse(_Data):
     finish_reason: str | None = Field(
         default=None, description="Defaults to tool_calls when there are calls, else stop."
     )
+    cut_after: int | None = Field(
+        default=None,
+        ge=0,
+        description="Streamed replies only: send the role chunk and the first N deltas, then "
+        "end the stream with no finish_reason and no [DONE] (a server or proxy that died "
+        "mid-answer).",
+    )
     raw: bool = Field(
         default=False,
         description="To a request with a JSON Schema: send content verbatim, unchecked (a reply "

@@ -51,7 +51,17 @@ Closer = Callable[[], Awaitable[None]]
 
 
 class ServiceConfigError(ConfigError):
-    """The binding's configuration is invalid or a credential is missing."""
+    """The binding's configuration is invalid or a credential is missing.
+
+    The message is for the operator (the tool service's one-line exit, the agent's log) and may
+    name a file path; ``public`` says the same without paths or addresses, for where a client
+    reads it — the tool's error when the agent builds the tool in its own process
+    (:mod:`sleuth.tools.local`). Without ``public``, a client reads only that the configuration
+    cannot be used."""
+
+    def __init__(self, message: str, *, public: str | None = None) -> None:
+        super().__init__(message)
+        self.public = public
 
 
 @dataclass
@@ -89,7 +99,8 @@ async def check_dsn(dsn: str, timeout_s: float) -> None:
         conn = await asyncio.wait_for(asyncpg.connect(dsn), timeout_s)
     except (ValueError, asyncpg.ClientConfigurationError) as err:
         raise ServiceConfigError(
-            f"SLEUTH_SQL_CONNECTION_URI cannot be used: {_redact(str(err), dsn)}"
+            f"SLEUTH_SQL_CONNECTION_URI cannot be used: {_redact(str(err), dsn)}",
+            public=f"SLEUTH_SQL_CONNECTION_URI cannot be used ({type(err).__name__})",
         ) from None
     except Exception as err:  # down, unreachable, wrong credentials: serve, unready
         log.warning(
@@ -105,9 +116,8 @@ async def _sql(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
     assert settings is not None
     dsn = env.get("SLEUTH_SQL_CONNECTION_URI")
     if not dsn:
-        raise ServiceConfigError(
-            "SLEUTH_SQL_CONNECTION_URI is not set (the SELECT-only role's DSN)"
-        )
+        missing = "SLEUTH_SQL_CONNECTION_URI is not set (the SELECT-only role's DSN)"
+        raise ServiceConfigError(missing, public=missing)
     limits = SqlLimits(
         max_rows=settings.max_rows,
         statement_timeout_seconds=float(settings.statement_timeout_seconds),
@@ -143,30 +153,34 @@ async def _sql(spec: ToolBindingSpec, env: Mapping[str, str]) -> ServiceTools:
 def open_local_store(path: str, setting: str) -> AsyncQdrantClient:
     """A Qdrant local-mode store that must already exist: serving never creates one (ingest
     does), and every way a path can be wrong is one line naming the setting."""
-    fill = "fill it with `sleuth ingest --qdrant-path` first"
+    fill = "; fill it with `sleuth ingest --qdrant-path` first"
+    label = setting.split(" (")[0]  # SLEUTH_QDRANT_PATH, vectorSearch.embedded
+
+    def refused(problem: str, hint: str = "", detail: str = "") -> ServiceConfigError:
+        return ServiceConfigError(
+            f"{setting}: {path} {problem}{detail}{hint}",
+            public=f"{label}: the Qdrant local store {problem}",
+        )
+
     if not os.path.exists(path):
-        raise ServiceConfigError(f"{setting}: {path} does not exist; {fill}")
+        raise refused("does not exist", fill)
     if not os.path.isdir(path):
-        raise ServiceConfigError(f"{setting}: {path} is not a folder (a Qdrant local store is)")
+        raise refused("is not a folder", " (a Qdrant local store is)")
     if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
-        raise ServiceConfigError(f"{setting}: {path} is not readable and writable by this process")
+        raise refused("is not readable and writable by this process")
     if not os.path.isdir(os.path.join(path, "collection")):
-        raise ServiceConfigError(f"{setting}: no Qdrant store at {path}; {fill}")
+        raise refused("holds no Qdrant store", fill)
     try:
         return AsyncQdrantClient(path=path)
     except RuntimeError as err:
         if "already accessed" in str(err):
-            raise ServiceConfigError(
-                f"{setting}: {path} is open in another process (Qdrant's local mode allows "
-                "one at a time); stop it, or use a Qdrant server"
-            ) from None
-        raise ServiceConfigError(
-            f"{setting}: {path} cannot be opened as a Qdrant store ({type(err).__name__})"
-        ) from None
+            hint = " (Qdrant's local mode allows one at a time); stop it, or use a Qdrant server"
+            raise refused("is open in another process", hint) from None
+        raise refused(f"cannot be opened as a Qdrant store ({type(err).__name__})") from None
     except Exception as err:  # a corrupt store: sqlite, JSON or pickle errors
-        raise ServiceConfigError(
-            f"{setting}: {path} cannot be opened as a Qdrant store, it may be corrupt "
-            f"({type(err).__name__}: {str(err)[:120]})"
+        raise refused(
+            "cannot be opened as a Qdrant store, it may be corrupt",
+            detail=f" ({type(err).__name__}: {str(err)[:120]})",
         ) from None
 
 

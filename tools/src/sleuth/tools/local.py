@@ -13,12 +13,16 @@ where the credentials live; in a cluster use a tool service instead):
 ==========================================  =================================================
 
 The tool is connected on its first call (pools and clients need a running event loop), through
-the same builders as the tool service.
+the same builders as the tool service. A configuration that cannot be used is a
+:class:`~sleuth.tools.base.ToolMisconfigured` whose message — which the model, the trace and so
+the client read — names the setting and the problem, never the path or address: those go to the
+agent's log.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -26,8 +30,10 @@ from typing import Any
 from sleuth.core.api.agent_config import ToolConfig
 from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.core.tools import DEFAULT_SPECS, ToolSpec, sql_description_for
-from sleuth.tools.base import Tool, ToolOutput, ToolUnavailable
+from sleuth.tools.base import Tool, ToolMisconfigured, ToolOutput
 from sleuth.tools.build import ServiceConfigError, build_service_tools
+
+log = logging.getLogger("sleuth.tools")
 
 _REF = {"name": "environment", "key": "value"}
 
@@ -83,8 +89,14 @@ class LocalTool:
             if self._inner is None:
                 try:
                     built = await build_service_tools(self._binding, self._env)
-                except ServiceConfigError as err:
-                    raise ToolUnavailable(str(err), tool=self._spec.name) from None
+                except ServiceConfigError as err:  # the whole story (paths too): the log only
+                    log.error("%s cannot be built: %s", self._spec.name, err)
+                    said = err.public or "its configuration cannot be used"
+                    raise ToolMisconfigured(
+                        f"the {self._spec.name} tool is unavailable: {said}; an operator must "
+                        "fix it (the agent's log says why)",
+                        tool=self._spec.name,
+                    ) from None
                 self._inner = built.tools[self._spec.name]
             return self._inner
 

@@ -3,6 +3,7 @@
 Routes::
 
     POST /mcp                     MCP streamable HTTP (stateless, JSON): tools/list, tools/call
+                                  (GET and DELETE: 405, no SSE stream and no session)
     GET  /v1/tools                the served tools as OpenAI ``tools[]`` entries
     POST /v1/tools/{name}/call    {"arguments": {...}} → {"content", "citations"} or {"error"}
     GET  /healthz                 the process is alive
@@ -13,6 +14,10 @@ Tool errors keep their kind on both transports (see :mod:`sleuth.tools.wire`): o
 endpoint as HTTP 422 (argument), 503 (unavailable, misconfigured; busy with ``Retry-After``) or 500
 (other); over MCP as a result with ``isError`` and the same JSON in its text. Every other error
 (a body that is not JSON, an unknown route) has the shape of :mod:`sleuth.core.http.error_shapes`.
+Bodies are read by :func:`~sleuth.core.http.json_body.parse_json_body` on both transports (UTF-8,
+nesting at most 64 levels, no lone surrogate: 400, or 422 naming the field); on ``/mcp``
+through :class:`~sleuth.core.http.jsonrpc_intake.JsonRpcIntake`, whose refusals are JSON-RPC
+errors (-32700, -32600), before the MCP SDK parses anything.
 
 Identical calls in flight share one execution (:class:`~sleuth.core.singleflight.SingleFlight`);
 at most ``maxConcurrentCalls`` executions run at once, beyond which a call is refused at once as
@@ -54,6 +59,8 @@ from starlette.types import Receive, Scope, Send
 
 from sleuth.core import spans
 from sleuth.core.http.error_shapes import error_body, http_exception
+from sleuth.core.http.json_body import JsonBodyError, parse_json_body
+from sleuth.core.http.jsonrpc_intake import JsonRpcIntake
 from sleuth.core.http.request_guard import HttpLimits, RequestGuard
 from sleuth.core.names import TRACE_SPANS_DROPPED
 from sleuth.core.singleflight import SingleFlight
@@ -287,9 +294,9 @@ def create_app(
     async def call(request: Request) -> Response:
         name = request.path_params["name"]
         try:
-            body = json.loads(await request.body())
-        except ValueError:
-            return _call_error(400, "the body is not valid JSON", name)
+            body = parse_json_body(await request.body())
+        except JsonBodyError as err:  # not UTF-8 or JSON, nested too deep, a lone surrogate
+            return _call_error(err.status, str(err), name, err.field)
         arguments = body.get("arguments", {}) if isinstance(body, dict) else None
         if not isinstance(arguments, dict):
             message = 'the body must be {"arguments": {...}}'
@@ -333,7 +340,9 @@ def create_app(
         Route("/metrics", metrics_endpoint),
         Route("/v1/tools", list_tools),
         Route("/v1/tools/{name}/call", call, methods=["POST"]),
-        Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
+        # POST only: stateless, the service has no session to delete and sends nothing of its
+        # own, so a GET stream would stay open, idle, for ever (MCP allows 405 for both)
+        Route("/mcp", JsonRpcIntake(mcp_endpoint, declared=True), methods=["POST"]),
     ]
     guard = Middleware(
         RequestGuard,

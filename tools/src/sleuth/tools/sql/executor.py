@@ -12,10 +12,11 @@ placeholders (``"2025"`` for an integer, ``100000`` for a numeric, ``"2025-01-31
 a value that does not fit is an argument error naming the placeholder.
 
 Failures keep their kind (:mod:`sleuth.tools.base`): no free connection within
-``acquire_timeout_seconds`` is :class:`ToolBusy`; credentials or grants the database refuses, and
-a connection URI that cannot be used, are :class:`ToolMisconfigured`; a database that cannot be
-reached is :class:`ToolUnavailable`; what PostgreSQL says about the query itself is an argument
-error. Messages name no host, port or socket path (those go to the log). A caller that is
+``acquire_timeout_seconds`` is :class:`ToolBusy`; credentials or grants the database refuses, a
+connection URI that cannot be used, and connection settings the server refuses (an unknown option
+in the URI) are :class:`ToolMisconfigured`; a database that cannot be reached, or cannot take a
+connection now, is :class:`ToolUnavailable`; what PostgreSQL says about the query itself is an
+argument error. Messages name no host, port or socket path (those go to the log). A caller that is
 cancelled (its timeout, its client gone) cancels the statement on the server: asyncpg sends
 PostgreSQL a cancel request, and the connection goes back to the pool.
 
@@ -67,6 +68,8 @@ _UNREACHABLE = (
     asyncpg.AdminShutdownError,
     OSError,
 )
+# Refusals of a new connection that pass: out of resources (53), shutting down or starting (57).
+_NOT_NOW = (asyncpg.InsufficientResourcesError, asyncpg.OperatorInterventionError)
 _FLOAT_TYPES = {"float4", "float8"}
 
 
@@ -136,9 +139,26 @@ def _coerce(value: object, type_name: str, index: int) -> object:
 
 
 async def _acquire(pool: asyncpg.Pool, timeout_s: float) -> asyncpg.Connection:
-    """A connection within ``timeout_s``, or :class:`ToolBusy` when all of them are taken."""
+    """A connection within ``timeout_s``, or :class:`ToolBusy` when all of them are taken.
+
+    What the server answers to a new connection before any query ran is about the connection,
+    never the query: a server that cannot take it now (SQLSTATE classes 08, 53, 57) is
+    unavailable, one that refuses the role or the database (28, 3D) — and any other refusal,
+    such as an option of the connection URI it does not know (``?foo=bar`` is sent as a setting:
+    42704 unrecognized configuration parameter) or a value it rejects (22023) — is a
+    misconfiguration, never an argument error the model would try to fix."""
     try:
         conn: asyncpg.Connection = await pool.acquire(timeout=timeout_s)
+    except asyncpg.PostgresError as err:
+        if isinstance(err, _MISCONFIGURED + _UNREACHABLE + _NOT_NOW):
+            raise
+        log.warning("sql_query: the database refused a connection's settings: %s", err)
+        raise ToolMisconfigured(
+            "the sql_query tool is unavailable: the database refused its connection settings "
+            f"({type(err).__name__}, SQLSTATE {err.sqlstate}); an operator must fix "
+            "SLEUTH_SQL_CONNECTION_URI",
+            tool="sql_query",
+        ) from None
     except TimeoutError:
         if pool.get_size() >= pool.get_max_size() and pool.get_idle_size() == 0:
             raise ToolBusy(
@@ -226,7 +246,7 @@ async def run_readonly(
             "must fix SLEUTH_SQL_CONNECTION_URI",
             tool="sql_query",
         ) from None
-    except (TimeoutError, *_UNREACHABLE) as err:
+    except (TimeoutError, *_UNREACHABLE, *_NOT_NOW) as err:
         log.warning("sql_query: database unreachable: %r", err)
         raise ToolUnavailable(
             f"the database is unreachable ({type(err).__name__}); try again later",
