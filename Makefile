@@ -35,7 +35,10 @@ $(VENV)/.runtime: pyproject.toml $(DISTRIBUTIONS:%=%/pyproject.toml)
 # The dev extra on top of the same venv: the sleuth-* requirements are already satisfied by the
 # editable installs above, so pip adds only the test and lint tooling. Then the runtime is
 # byte-compiled once: the suite starts hundreds of Python processes.
+# Without build isolation pip installs no build requirements, so llama-cpp-python's (its backend,
+# scikit-build-core, and CMake) come first; a wheel pip built before is taken from its cache.
 $(VENV)/.installed: $(VENV)/.runtime
+	$(VENV)/bin/pip install -q 'scikit-build-core>=0.9.2' 'cmake>=3.21'
 	$(VENV)/bin/pip install -q --no-build-isolation -e '.[dev]'
 	$(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null
 	@touch $@
