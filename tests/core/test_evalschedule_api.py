@@ -157,9 +157,9 @@ def test_tsa_is_scored_only_on_the_teams_own_cases() -> None:
     )
     assert scored.tool_selection is not None
     assert scored.tool_selection.split == "test"
-    with pytest.raises(ValidationError, match="spec.toolSelection: toolSelectionAccuracy is"):
+    with pytest.raises(ValidationError, match=r"spec\.toolSelection: toolSelectionAccuracy is"):
         EvalScheduleSpec.model_validate(_spec(metrics=["toolSelectionAccuracy"]))
-    with pytest.raises(ValidationError, match="toolSelectionAccuracy is not in spec.metrics"):
+    with pytest.raises(ValidationError, match=r"toolSelectionAccuracy is not in spec\.metrics"):
         EvalScheduleSpec.model_validate(_spec(toolSelection=CASES))
     with pytest.raises(ValidationError, match="exactly one of configMapRef"):
         EvalScheduleSpec.model_validate(

@@ -55,23 +55,17 @@ CASES = [
 def _by_description(body: dict[str, Any]) -> ScriptedResponse:
     """A model that reads the tool descriptions: a counting question goes to the tool described
     as counting tickets, any other to the one described as the handbook; no such tool, no call.
-    It answers in the form asked (a guided reply when the request carries a schema)."""
-    guided = "response_format" in body
+    (The scripted server writes the turn in the guided form when the request asks for it.)"""
     if any(m["role"] == "tool" for m in body["messages"]):
-        return ScriptedResponse(content=json.dumps({"answer": "done"}) if guided else "done")
+        return ScriptedResponse(content="done")
     question = body["messages"][-1]["content"]
     want = "Count" if "how many" in question.lower() else "handbook"
     for tool in body.get("tools", []):
         function = tool["function"]
         if want in function["description"]:
-            arguments = {"query": question}
-            if guided:
-                call = {"name": function["name"], "arguments": arguments}
-                return ScriptedResponse(content=json.dumps(call))
-            return ScriptedResponse(
-                tool_calls=[ScriptedToolCall(name=function["name"], arguments=arguments)]
-            )
-    return ScriptedResponse(content=json.dumps({"answer": "no tool fits"}) if guided else "no")
+            call = ScriptedToolCall(name=function["name"], arguments={"query": question})
+            return ScriptedResponse(tool_calls=[call])
+    return ScriptedResponse(content="no tool fits")
 
 
 @pytest.fixture
@@ -156,7 +150,8 @@ def test_tsa_scores_the_agents_own_tools_and_prompt(
     assert own.returncode == 0, own.stdout + own.stderr
     doc = json.loads((tmp_path / "own.json").read_text(encoding="utf-8"))
     assert doc["metrics"]["tool_selection_accuracy"]["value"] == 1.0
-    assert doc["extra"]["tools"] == ["handbook", "tickets"]
+    assert doc["config"]["tools"] == ["tickets", "handbook"]  # in the agent's order
+    assert doc["config"]["client"] == "agent"
     evals_call = [b for b in model.requests() if b["messages"][-1]["content"] == question][-1]
     # Exactly the agent's first step: the system prompt, the tools (in the guided schema), the
     # options of its model client.

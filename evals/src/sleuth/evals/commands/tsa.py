@@ -14,6 +14,7 @@ from sleuth.agent.router import RouterModel
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.core.localmodel import SERVED_NAME, LocalModelServer
 from sleuth.core.tools import DEFAULT_SPECS, ToolSpec, with_description
+from sleuth.evals.commands.agentstep import fetch_first_step
 from sleuth.evals.commands.inputs import check_split, labels, this_shard
 from sleuth.evals.commands.options import TsaOptions
 from sleuth.evals.commands.reporting import StatusReport, emit
@@ -21,7 +22,6 @@ from sleuth.evals.errors import EvalError
 from sleuth.evals.report.results import parse_thresholds, tsa_document
 from sleuth.evals.splits import content_key
 from sleuth.evals.traces import index_by_question, load_recorded
-from sleuth.evals.tsa.agentstep import fetch_first_step
 from sleuth.evals.tsa.cases import TsaCase, load_cases, shipped_cases_path
 from sleuth.evals.tsa.runner import EndpointConfig, TsaRun, run_cases, run_with_chat_model
 from sleuth.evals.tsa.scoring import CaseResult, error_result, score_case
