@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -95,7 +96,7 @@ def test_every_command_of_the_guide_is_walked_or_covered_elsewhere() -> None:
         assert must in ran, must
     # Nothing is covered elsewhere by accident: each prefix still matches a command.
     texts = [c.text for c, _ in plan]
-    for prefix in ELSEWHERE:
+    for prefix in (*ELSEWHERE, *PRINTS):
         assert any(t.startswith(prefix) for t in texts), f"no command starts with {prefix!r}"
     assert any(t.startswith(DIGEST_INSTALL) for t in texts)
     assert len(_skipped_blocks()) == len(ALTERNATIVE_BLOCK_MARKS)
@@ -165,6 +166,16 @@ def _run(command: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedPr
     )
 
 
+# What a command must print, beyond succeeding: the GPU check shows the simulated H100 nodes
+# with their product, GPU count and taint (an unquoted `nvidia\.com` would lose its backslash
+# to the shell and print <none>).
+PRINTS = {
+    "kubectl get nodes -o 'custom-columns=": re.compile(
+        r"NVIDIA-H100-80GB-HBM3\s+8\s+nvidia\.com/gpu"
+    ),
+}
+
+
 def _expected(comment: str) -> str:
     """What a trailing comment says the command prints: its first word (``yes``, ``no``, a
     resource name), or nothing for a comment that explains instead."""
@@ -195,6 +206,9 @@ def test_the_install_guide_works_as_written(cluster: dict[str, str], tmp_path: P
                 f"operator: {_tail(operator.log)}"
             )
             assert expected in proc.stdout, f"{command.text}: wanted {expected!r}\n{proc.stdout}"
+            for prefix, pattern in PRINTS.items():
+                if command.text.startswith(prefix):
+                    assert pattern.search(proc.stdout), f"{command.text}\n{proc.stdout}"
             ran.append(command.text)
             if shlex.split(command.text)[:2] in (["helm", "install"], ["helm", "upgrade"]):
                 operator.follow_chart()
