@@ -166,7 +166,10 @@ class Registry:
             self.basic = True
             return True
         if scheme.lower() == "bearer" and repository not in self.tokens:
-            self.tokens[repository] = self._token(dict(re.findall(r'(\w+)="([^"]*)"', params)))
+            found = dict(re.findall(r'(\w+)="([^"]*)"', params))
+            # One token for the whole push: the challenge of a HEAD names pull only.
+            found["scope"] = f"repository:{repository}:pull,push"
+            self.tokens[repository] = self._token(found)
             return True
         return False
 

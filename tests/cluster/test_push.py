@@ -5,6 +5,8 @@ An archive packed like the images (oci.py) is pushed; the registry then serves t
 tag and by the printed digest, byte for byte, and every blob under its digest. A registry that
 asks for credentials refuses the push without them (the error says which variables to set) and
 takes it with them, from the environment or a Docker config file; the password is never printed.
+A registry with token auth gets its bearer token from a token service (a JWT the registry
+verifies against the service's certificate).
 """
 
 from __future__ import annotations
@@ -52,9 +54,14 @@ def registry_bin() -> Path:
     return Path(build.stdout.strip().splitlines()[-1])
 
 
-def _serve(bin_dir: Path, root: Path, htpasswd: Path | None = None) -> Iterator[Running]:
+def _serve(
+    bin_dir: Path, root: Path, htpasswd: Path | None = None, extra: str = ""
+) -> Iterator[Running]:
+    """The registry on a free loopback port; ``htpasswd``: basic auth; ``extra``: other YAML."""
     port = free_port()
     auth = f"auth:\n  htpasswd:\n    realm: sleuth-test\n    path: {htpasswd}\n" if htpasswd else ""
+    auth += extra
+    root.mkdir(parents=True, exist_ok=True)
     config = root / "config.yml"
     config.write_text(
         "version: 0.1\n"
@@ -163,6 +170,7 @@ def test_a_registry_that_wants_credentials_gets_them_and_never_sees_them_printed
 ) -> None:
     path, digest = archive
     args = ("--registry", guarded.address, "--tag", "1", f"probe={path}")
+    (tmp_path / "none.json").write_text('{"auths": {}}')  # no entry for this registry
     refused = _push(*args, "--auth-file", str(tmp_path / "none.json"))
     assert refused.returncode == 1
     assert "HTTP 401" in refused.stderr
@@ -225,3 +233,113 @@ def make_push_missing() -> str:
     import shutil
 
     return " ".join(t for t in ("mmdebstrap", "unshare") if shutil.which(t) is None)
+
+
+class TokenService:
+    """A registry token service (the distribution spec's token protocol): HTTP basic in, a JWT
+    out, signed by a key whose self-signed certificate the registry trusts (``x5c``)."""
+
+    def __init__(self, root: Path, service: str) -> None:
+        import datetime
+
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+        from cryptography.x509.oid import NameOID
+
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sleuth-test-token")])
+        now = datetime.datetime.now(datetime.UTC)
+        self.cert = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(self.key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .sign(self.key, hashes.SHA256())
+        )
+        self.bundle = root / "token.pem"
+        self.bundle.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
+        self.der = base64.b64encode(self.cert.public_bytes(serialization.Encoding.DER)).decode()
+        self.service = service
+        self.asked: list[str] = []
+
+    def token(self, scope: str) -> str:
+        import time
+        import uuid
+
+        import jwt
+
+        kind, name, actions = scope.split(":")
+        now = int(time.time())
+        claims = {
+            "iss": "sleuth-test-issuer",
+            "sub": "pusher",
+            "aud": self.service,
+            "exp": now + 300,
+            "nbf": now - 10,
+            "iat": now,
+            "jti": uuid.uuid4().hex,
+            "access": [{"type": kind, "name": name, "actions": actions.split(",")}],
+        }
+        return jwt.encode(claims, self.key, algorithm="RS256", headers={"x5c": [self.der]})
+
+    def serve(self) -> Iterator[str]:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import parse_qs, urlparse
+
+        service = self
+        expected = "Basic " + base64.b64encode(b"pusher:s3cret-pw").decode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                query = parse_qs(urlparse(self.path).query)
+                service.asked.append(query.get("scope", [""])[0])
+                if self.headers.get("Authorization") != expected:
+                    self.send_response(401)
+                    self.end_headers()
+                    return
+                body = json.dumps({"token": service.token(query["scope"][0])}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                return
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/token"
+        finally:
+            server.shutdown()
+
+
+def test_a_registry_with_a_token_service_gets_a_bearer_token(
+    registry_bin: Path, archive: tuple[Path, str], tmp_path: Path
+) -> None:
+    root = tmp_path / "bearer"
+    root.mkdir()
+    tokens = TokenService(root, "sleuth-test-registry")
+    for realm in tokens.serve():
+        auth = (
+            "auth:\n  token:\n"
+            f"    realm: {realm}\n    service: sleuth-test-registry\n"
+            f"    issuer: sleuth-test-issuer\n    rootcertbundle: {tokens.bundle}\n"
+        )
+        for running in _serve(registry_bin, root, extra=auth):
+            path, digest = archive
+            args = ("--registry", f"{running.address}/team", "--tag", "1", f"probe={path}")
+            refused = _push(*args, env={"REGISTRY_USERNAME": "pusher", "REGISTRY_PASSWORD": "x"})
+            assert refused.returncode == 1
+            assert "token service answered 401" in refused.stderr
+            ok = _push(*args, env={"REGISTRY_USERNAME": "pusher", "REGISTRY_PASSWORD": "s3cret-pw"})
+            assert ok.returncode == 0, ok.stderr + running.log.read_text(errors="replace")[-2000:]
+            assert ok.stdout.strip() == f"{running.address}/team/probe:1@{digest}"
+            assert "repository:team/probe:pull,push" in tokens.asked
