@@ -47,12 +47,6 @@ ELSEWHERE = {
 # tests/charts/test_chart_cluster.py::test_namespace_scoped_rbac_stays_in_its_namespaces
 # installs it and checks the same `kubectl auth can-i` answers.
 ALTERNATIVE_BLOCK_MARKS = ("watchNamespaces={team-a,team-b}", "SA=system:serviceaccount:")
-# The digest-pinned install of "The images": a second install of the same release, with the
-# digests `make push` prints (tests/charts/test_chart_render.py renders image.digest).
-DIGEST_INSTALL = (
-    "helm install sleuth charts/sleuth -n sleuth-system --create-namespace "
-    "--set image.repository=registry.example.com"
-)
 OPERATOR = "sleuth-operator"
 RELEASE_NAMESPACE = "sleuth-system"
 
@@ -73,8 +67,6 @@ def _plan() -> list[tuple[docwalk.Command, str | None]]:
         reason = next((w for p, w in ELSEWHERE.items() if command.text.startswith(p)), None)
         if command.block in skipped:
             reason = "the namespace-scoped alternative (tests/charts/test_chart_cluster.py)"
-        if command.text.startswith(DIGEST_INSTALL):
-            reason = "the digest-pinned install (tests/charts/test_chart_render.py)"
         plan.append((command, reason))
     return plan
 
@@ -98,7 +90,6 @@ def test_every_command_of_the_guide_is_walked_or_covered_elsewhere() -> None:
     texts = [c.text for c, _ in plan]
     for prefix in (*ELSEWHERE, *PRINTS):
         assert any(t.startswith(prefix) for t in texts), f"no command starts with {prefix!r}"
-    assert any(t.startswith(DIGEST_INSTALL) for t in texts)
     assert len(_skipped_blocks()) == len(ALTERNATIVE_BLOCK_MARKS)
 
 
