@@ -201,6 +201,7 @@ def test_the_install_guide_works_as_written(cluster: dict[str, str], tmp_path: P
                 if command.text.startswith(prefix):
                     assert pattern.search(proc.stdout), f"{command.text}\n{proc.stdout}"
             ran.append(command.text)
+            print(f"ran: {command.text[:100]}", flush=True)  # the walk, with -s
             if shlex.split(command.text)[:2] in (["helm", "install"], ["helm", "upgrade"]):
                 operator.follow_chart()
             if command.text.startswith("helm uninstall"):
