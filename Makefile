@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: help setup runtime venv bins promtool node-packages local-model local-model-small test lint demo cluster-up cluster-up-real-node cluster-down crds bench clean
+.PHONY: help setup runtime venv bins promtool node-packages local-model local-model-small test lint demo cluster-up cluster-up-real-node cluster-down crds bench clean images push
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -99,6 +99,21 @@ cluster-up-real-node: bins node-packages  ## the same, with this machine joined 
 
 cluster-down:  ## stop it (and the real node, if it belongs to that cluster)
 	tests/cluster/down.sh
+
+# The two images, built without Docker (tests/cluster/image.sh: root, mmdebstrap, unshare), and
+# pushed to the registry you name with no Docker either (tests/cluster/push.py). Credentials:
+# REGISTRY_USERNAME and REGISTRY_PASSWORD, or your Docker config's entry for the host.
+TAG ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' charts/sleuth/Chart.yaml)
+images:  ## build both images as OCI archives: sleuth (agents, tools, evals) and sleuth-operator
+	tests/cluster/image.sh --image sleuth
+	tests/cluster/image.sh --image operator
+
+push:  ## build and push both images: make push REGISTRY=registry.example.com/team [TAG=0.1.0]
+	@test -n "$(REGISTRY)" || { echo "make push: name the registry: REGISTRY=host[:port][/path]" >&2; exit 2; }
+	$(MAKE) --no-print-directory images
+	$(PYTHON) tests/cluster/push.py --registry "$(REGISTRY)" --tag "$(TAG)" \
+	  sleuth="$$(tests/cluster/image.sh --image sleuth | head -1)" \
+	  sleuth-operator="$$(tests/cluster/image.sh --image operator | head -1)"
 
 clean:  ## remove the virtual environment and build output (the binary cache stays)
 	rm -rf $(VENV) build dist *.egg-info

@@ -15,6 +15,7 @@ import yaml
 from sleuth.core.api.v1alpha1.kinds import KINDS
 from sleuth.evals.golden.cases import load_golden, shipped_golden_path
 from sleuth.evals.golden.manifest import verify
+from sleuth.evals.tsa.cases import load_cases, shipped_cases_path
 
 pytestmark = pytest.mark.unit
 
@@ -56,3 +57,17 @@ def test_the_golden_configmap_is_the_shipped_set_and_matches_its_manifest(tmp_pa
     golden = tmp_path / ref["key"]
     verify(load_golden(golden), golden)
     assert load_golden(golden, schedule["spec"]["dataset"]["split"])
+
+
+def test_the_tsa_configmap_is_the_shipped_cases_and_they_load(tmp_path: Path) -> None:
+    """The EvalSchedule scores TSA on the ConfigMap it names: here the cases sleuth ships for
+    this sample agent, which load and hold the split the schedule asks for."""
+    (schedule,) = [d for d in _docs() if d["kind"] == "EvalSchedule"]
+    ref = schedule["spec"]["toolSelection"]["configMapRef"]
+    (cm,) = [
+        d for d in _docs() if d["kind"] == "ConfigMap" and d["metadata"]["name"] == ref["name"]
+    ]
+    text = cm["data"][ref["key"]]
+    assert text == shipped_cases_path().read_text(encoding="utf-8")
+    (tmp_path / ref["key"]).write_text(text, encoding="utf-8")
+    assert load_cases(tmp_path / ref["key"], schedule["spec"]["toolSelection"]["split"])

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from sleuth.scripted import Scenario, ScriptedResponse, ScriptedServer, ScriptedToolCall
+from tests.support import docwalk
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -166,21 +167,11 @@ def test_demo_with_a_model_server(model_server: ScriptedServer) -> None:
 @pytest.fixture
 def own_cluster() -> Iterator[dict[str, str]]:
     """A cluster of its own: the README's release names must not meet other tests' ones."""
-    name = f"sleuth-readme-{os.getpid()}"
-    env = {**os.environ, "SLEUTH_CLUSTER": name}
-    up = subprocess.run(
-        [str(ROOT / "tests" / "cluster" / "up.sh")], env=env, capture_output=True, text=True
-    )
-    if up.returncode != 0:
-        subprocess.run([str(ROOT / "tests" / "cluster" / "down.sh")], env=env)
-        pytest.fail(f"tests/cluster/up.sh failed:\n{up.stderr[-3000:]}")
-    cache = Path(os.environ.get("SLEUTH_CACHE", Path.home() / ".cache" / "sleuth"))
-    env["KUBECONFIG"] = up.stdout.strip().splitlines()[-1]
-    env["PATH"] = f"{cache / 'bin' / 'current'}:{BIN}:{env['PATH']}"
     try:
-        yield env
-    finally:
-        subprocess.run([str(ROOT / "tests" / "cluster" / "down.sh")], env=env)
+        with docwalk.own_cluster(f"sleuth-readme-{os.getpid()}") as env:
+            yield env
+    except RuntimeError as err:
+        pytest.fail(str(err))
 
 
 @pytest.mark.cluster

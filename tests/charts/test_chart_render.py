@@ -199,6 +199,35 @@ def test_operator_arguments_are_accepted_by_the_cli(helm: Path, name: str) -> No
     assert args.shutdown_seconds + 10 <= grace  # in-flight reconciles end well inside the grace
 
 
+def test_pull_secrets_and_policy_reach_the_operator_for_every_pod_it_renders(helm: Path) -> None:
+    """imagePullSecrets and image.pullPolicy: the operator's own pod, and the flags through which
+    every pod the operator renders gets them (tests/operator/test_render_image_pull.py)."""
+    from sleuth.core.cli import build_parser
+    from sleuth.operator.main import operator_settings
+
+    docs = documents(
+        template(
+            helm,
+            None,
+            "imagePullSecrets[0].name=regcred",
+            "imagePullSecrets[1].name=mirror",
+            "image.pullPolicy=Always",
+        )
+    )
+    (deployment,) = find(docs, "Deployment")
+    assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == [
+        {"name": "regcred"},
+        {"name": "mirror"},
+    ]
+    render = operator_settings(build_parser("operator").parse_args(operator_args(docs)), {}).render
+    assert render.image_pull_secrets == ("regcred", "mirror")
+    assert render.image_pull_policy == "Always"
+    default = operator_settings(
+        build_parser("operator").parse_args(operator_args(documents(template(helm)))), {}
+    ).render
+    assert (default.image_pull_secrets, default.image_pull_policy) == ((), "IfNotPresent")
+
+
 def test_empty_model_image_leaves_the_operator_default(helm: Path) -> None:
     args = operator_args(documents(template(helm, None, "modelImage=")))
     assert not [a for a in args if a.startswith("--model-image")]

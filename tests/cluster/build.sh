@@ -5,6 +5,7 @@
 #   tests/cluster/build.sh            # build what is missing, print the bin folder
 #   tests/cluster/build.sh jaeger     # only the trace backend (tests/support/jaeger.py)
 #   tests/cluster/build.sh kube-network-policies   # only the real node's NetworkPolicy enforcer
+#   tests/cluster/build.sh registry   # only the local OCI registry of the push test (on demand)
 #
 # Output folder: ${SLEUTH_CACHE:-~/.cache/sleuth}/bin/<component>-<version>/
 set -euo pipefail
@@ -138,6 +139,54 @@ build_kube_network_policies() {
   echo "$out"
 }
 
+build_registry() {
+  # The CNCF registry (cmd/registry) and a bcrypt htpasswd writer for its basic-auth test, built
+  # in one module so that golang.org/x/crypto is the version the registry itself verifies with.
+  local out="$cache/bin/registry-$DISTRIBUTION_VERSION"
+  if [[ -x "$out/registry" && -x "$out/htpasswd" ]]; then echo "$out"; return; fi
+  log "building registry $DISTRIBUTION_VERSION"
+  local work="$cache/src/registry-$DISTRIBUTION_VERSION"
+  rm -rf "$work" "$out.tmp"; mkdir -p "$work/htpasswd" "$out.tmp"
+  (
+    cd "$work"
+    {
+      echo "module sleuth.local/registrybuild"
+      echo "go 1.24.0"
+      echo "require github.com/distribution/distribution/v3 $DISTRIBUTION_VERSION"
+      echo "tool github.com/distribution/distribution/v3/cmd/registry"
+    } > go.mod
+    cat > htpasswd/main.go <<'GO'
+// htpasswd USER: one "USER:<bcrypt of the password read from stdin>" line.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+func main() {
+	password, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	hash, err := bcrypt.GenerateFromPassword([]byte(strings.TrimRight(password, "\n")), bcrypt.DefaultCost)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("%s:%s\n", os.Args[1], hash)
+}
+GO
+    go mod tidy >&2
+    go build -trimpath -ldflags "-s -w" -o "$out.tmp/registry" \
+      github.com/distribution/distribution/v3/cmd/registry >&2
+    go build -trimpath -ldflags "-s -w" -o "$out.tmp/htpasswd" ./htpasswd >&2
+  )
+  rm -rf "$out"; mv "$out.tmp" "$out"
+  echo "$out"
+}
+
 prometheus_operator_crds() {
   local out="$cache/crds/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
   if [[ -f "$out/monitoring.coreos.com_prometheusrules.yaml" ]]; then echo "$out"; return; fi
@@ -154,6 +203,7 @@ main() {
   local t0=$SECONDS
   if [[ "${1:-}" == jaeger ]]; then build_jaeger; return; fi
   if [[ "${1:-}" == kube-network-policies ]]; then build_kube_network_policies; return; fi
+  if [[ "${1:-}" == registry ]]; then build_registry; return; fi
   local dirs=()
   dirs+=("$(build_etcd)")
   dirs+=("$(go_install kwok "$KWOK_VERSION" "" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl)")

@@ -143,3 +143,33 @@ def test_a_default_threshold_of_an_unscored_metric_is_fine() -> None:
     )
     assert spec.thresholds.context_recall == 0.7
     assert EvalScheduleSpec.model_validate(_spec(schedule="*/05 * * * *"))
+
+
+CASES = {"configMapRef": {"name": "team-tsa", "key": "tsa.jsonl"}}
+
+
+def test_tsa_is_scored_only_on_the_teams_own_cases() -> None:
+    """toolSelectionAccuracy is no default (the shipped cases measure sleuth's sample agent,
+    not the team's): it is scored when listed, and then only with spec.toolSelection."""
+    assert "toolSelectionAccuracy" not in EvalScheduleSpec.model_validate(_spec()).metrics
+    scored = EvalScheduleSpec.model_validate(
+        _spec(metrics=["faithfulness", "toolSelectionAccuracy"], toolSelection=CASES)
+    )
+    assert scored.tool_selection is not None
+    assert scored.tool_selection.split == "test"
+    with pytest.raises(ValidationError, match=r"spec\.toolSelection: toolSelectionAccuracy is"):
+        EvalScheduleSpec.model_validate(_spec(metrics=["toolSelectionAccuracy"]))
+    with pytest.raises(ValidationError, match=r"toolSelectionAccuracy is not in spec\.metrics"):
+        EvalScheduleSpec.model_validate(_spec(toolSelection=CASES))
+    with pytest.raises(ValidationError, match="exactly one of configMapRef"):
+        EvalScheduleSpec.model_validate(
+            _spec(metrics=["toolSelectionAccuracy"], toolSelection={"split": "dev"})
+        )
+
+
+def test_request_timeout_and_reports_are_bounded() -> None:
+    spec = EvalScheduleSpec.model_validate(_spec(reports={"claimName": "eval-reports"}))
+    assert (spec.request_timeout_seconds, spec.reports and spec.reports.keep_runs) == (120, 10)
+    for bad in ({"requestTimeoutSeconds": 0}, {"reports": {"claimName": "r", "keepRuns": 0}}):
+        with pytest.raises(ValidationError):
+            EvalScheduleSpec.model_validate(_spec(**bad))

@@ -1,8 +1,10 @@
 """An EvalSchedule in the real control plane: its CronJob, the ServiceAccount, Role and
 RoleBinding of its pods and its PrometheusRule appear with the expected fields; a Job can be made
 from the CronJob (an Indexed one with parallelism); the pods' account may patch this schedule's
-status and no other's; deleting the schedule removes them all; a bad cron is refused by the
-apiserver; without its AgentDeployment the children are removed and the condition says why.
+status and no other's; deleting the schedule removes them all; a bad cron, or TSA without the
+team's cases, is refused by the apiserver; a missing TSA ConfigMap and a judge that is the agent's
+own model are reported on the resource; without its AgentDeployment the children are removed and
+the condition says why.
 """
 
 from __future__ import annotations
@@ -33,7 +35,18 @@ SCHEDULE = {
         "agentRef": {"name": "bot"},
         "schedule": "0 3 * * *",
         "dataset": {"configMapRef": {"name": "golden", "key": "golden.jsonl"}},
+        "metrics": ["faithfulness", "answerRelevancy", "toolSelectionAccuracy"],
+        "toolSelection": {"configMapRef": {"name": "team-tsa", "key": "tsa.jsonl"}},
         "alerts": {"window": "2m", "for": "1m"},
+    },
+}
+TSA_CASES = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "team-tsa"},
+    "data": {
+        "tsa.jsonl": '{"id": "t1", "query": "How many tickets?", "split": "test", '
+        '"expected": [{"name": "tickets", "arguments": {}}]}\n'
     },
 }
 
@@ -68,6 +81,7 @@ SHARDED = {
         "schedule": "*/30 * * * *",
         "dataset": {"configMapRef": {"name": "golden", "key": "golden.jsonl"}},
         "metrics": ["faithfulness", "toolSelectionAccuracy"],
+        "toolSelection": {"configMapRef": {"name": "team-tsa", "key": "tsa.jsonl"}},
         "parallelism": 3,
         "alerts": {"onlineScores": False, "staleAfter": "3h"},
     },
@@ -134,6 +148,16 @@ def test_eval_schedule_renders_its_cronjob_and_rule(
     )
     assert _get(kube, namespace, "cronjob/bot-nightly-eval") is None
     _apply(kube, namespace, AGENT)
+    # The team's TSA cases are not there yet: the condition names the field.
+    eventually(
+        lambda: _reason(kube, namespace) == "DatasetNotFound", what="Ready=False DatasetNotFound"
+    )
+    missing = _condition(_get(kube, namespace, "evalschedule/bot-nightly"), "Ready")
+    assert missing is not None
+    assert missing["message"] == (
+        f"spec.toolSelection.configMapRef.name: ConfigMap team-tsa not found in {namespace}"
+    )
+    _apply(kube, namespace, TSA_CASES)
 
     cronjob = eventually(
         lambda: _found(kube, namespace, "cronjob/bot-nightly-eval"), what="the CronJob"
@@ -146,6 +170,15 @@ def test_eval_schedule_renders_its_cronjob_and_rule(
     args = containers[0]["args"]
     assert args[args.index("--agent-url") + 1] == f"http://bot-agent.{namespace}.svc:8080"
     assert args[args.index("--judge-url") + 1] == "http://vllm.models.svc:8000/v1"
+    # TSA: the team's cases, with the agent's own first step read from the agent's Service.
+    tsa = containers[1]
+    assert tsa["name"] == "tsa"
+    assert tsa["args"][tsa["args"].index("--cases") + 1] == "/var/lib/sleuth/tsa/tsa.jsonl"
+    agent_url = tsa["args"][tsa["args"].index("--agent-url") + 1]
+    assert agent_url == f"http://bot-agent.{namespace}.svc:8080"
+    volumes = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["volumes"]
+    (cases,) = [v for v in volumes if v["name"] == "tsa-cases"]
+    assert cases["configMap"]["name"] == "team-tsa"
 
     rule = eventually(
         lambda: _found(kube, namespace, "prometheusrule/bot-nightly-eval-alerts"),
@@ -176,6 +209,7 @@ def test_eval_schedule_renders_its_cronjob_and_rule(
     assert job["spec"].get("completionMode", "NonIndexed") == "NonIndexed"
     _check_reporting(kube, namespace, cronjob, rules)
     _check_sharded_schedule(kube, namespace)
+    _check_judge_warning(kube, namespace)
 
     # Without its agent, nothing is scheduled and the condition names the missing agent.
     kube.kubectl("delete", "agentdeployment/bot", "-n", namespace)
@@ -192,6 +226,35 @@ def test_eval_schedule_renders_its_cronjob_and_rule(
     assert "bot" in gone["message"]
 
 
+def _check_judge_warning(kube: Any, namespace: str) -> None:
+    """No spec.judge: the agent's model grades itself, said by a condition and a Warning Event;
+    another judge clears it."""
+    cond = _condition(_get(kube, namespace, "evalschedule/bot-nightly"), "JudgeIndependent")
+    assert cond is not None
+    assert (cond["status"], cond["reason"]) == ("False", "JudgeIsAgentModel")
+    assert "llama at http://vllm.models.svc:8000/v1" in cond["message"]
+
+    def warned() -> list[dict[str, Any]]:
+        events = _found(kube, namespace, "events")
+        return [
+            e
+            for e in events.get("items", [])
+            if e["reason"] == "JudgeIsAgentModel" and e["involvedObject"]["name"] == "bot-nightly"
+        ]
+
+    (event,) = eventually(warned, what="a Warning Event JudgeIsAgentModel")
+    assert event["type"] == "Warning"
+    judged = json.loads(json.dumps(SCHEDULE))
+    judged["spec"]["judge"] = {"endpoint": "http://judge.models.svc:8000/v1", "model": "qwen"}
+    _apply(kube, namespace, judged)
+
+    def separate() -> dict[str, Any]:
+        got = _condition(_get(kube, namespace, "evalschedule/bot-nightly"), "JudgeIndependent")
+        return got if got and got["status"] == "True" else {}
+
+    assert eventually(separate, what="JudgeIndependent=True")["reason"] == "SeparateJudge"
+
+
 def test_bad_cron_is_refused_by_the_apiserver(kube: Any, namespace: str, crds: None) -> None:
     kube.kubectl(
         "wait", "--for=condition=Established", "--timeout=60s", "crd/evalschedules.sleuth.dev"
@@ -206,6 +269,17 @@ def test_bad_cron_is_refused_by_the_apiserver(kube: Any, namespace: str, crds: N
     out = _apply(kube, namespace, both, check=False)
     assert out.returncode != 0
     assert "exactly one of configMapRef and persistentVolumeClaim" in out.stderr
+    # TSA is scored on the team's own cases: without them the apiserver refuses it.
+    no_cases = json.loads(json.dumps(SCHEDULE))
+    del no_cases["spec"]["toolSelection"]
+    out = _apply(kube, namespace, no_cases, check=False)
+    assert out.returncode != 0
+    assert "spec.toolSelection: toolSelectionAccuracy is scored on your own cases" in out.stderr
+    unused = json.loads(json.dumps(SCHEDULE))
+    unused["spec"]["metrics"] = ["faithfulness"]
+    out = _apply(kube, namespace, unused, check=False)
+    assert out.returncode != 0
+    assert "toolSelectionAccuracy is not in spec.metrics" in out.stderr
 
 
 def test_discovery_tells_whether_prometheus_rules_are_served(kube: Any) -> None:

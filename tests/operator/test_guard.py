@@ -206,6 +206,9 @@ def test_every_secret_a_rendered_pod_reads_is_one_the_reconciler_checks() -> Non
             "agentRef": {"name": "a"},
             "schedule": "0 * * * *",
             "dataset": {"configMapRef": {"name": "d", "key": "g.jsonl"}},
+            # TSA asks the agent's model with its key: the tsa container reads it
+            "metrics": ["faithfulness", "toolSelectionAccuracy"],
+            "toolSelection": {"configMapRef": {"name": "t", "key": "tsa.jsonl"}},
             "judge": {**judge, "apiKeySecretRef": ref("judge")},
         }
     )

@@ -167,6 +167,8 @@ SCHEDULE_SPEC = EvalScheduleSpec.model_validate(
         "agentRef": {"name": "contracts"},
         "schedule": "0 3 * * 1",
         "dataset": {"configMapRef": {"name": "golden", "key": "golden.jsonl"}},
+        "metrics": ["faithfulness", "answerRelevancy", "toolSelectionAccuracy"],
+        "toolSelection": {"configMapRef": {"name": "tsa", "key": "tsa.jsonl"}},
     }
 )
 

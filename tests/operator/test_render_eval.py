@@ -41,11 +41,18 @@ SPEC: dict[str, Any] = {
     "agentRef": {"name": "contracts"},
     "schedule": "0 */6 * * *",
     "dataset": {"configMapRef": {"name": "contracts-golden", "key": "golden_contracts.jsonl"}},
+    "metrics": [*RAGAS_METRICS, TSA_METRIC],
+    "toolSelection": {"configMapRef": {"name": "contracts-tsa", "key": "tsa_cases.jsonl"}},
 }
+SPEC["metrics"].remove("noiseSensitivity")
 
 
 def _spec(**over: Any) -> EvalScheduleSpec:
-    return EvalScheduleSpec.model_validate({**SPEC, **over})
+    """SPEC with ``over``; its TSA cases only when TSA is scored (else the spec is refused)."""
+    merged = {**SPEC, **over}
+    if TSA_METRIC not in merged["metrics"]:
+        merged.pop("toolSelection", None)
+    return EvalScheduleSpec.model_validate(merged)
 
 
 def _rendered() -> dict[str, dict[str, Any]]:
@@ -100,13 +107,54 @@ def test_cronjob_runs_the_eval_cli_against_the_agent_service() -> None:
     assert ragas.metrics == "faithfulness,answer_relevancy,context_precision,context_recall"
     assert "faithfulness=0.8" in ragas.threshold
     assert str(ragas.out).startswith("/var/lib/sleuth/results/")
+    assert ragas.timeout == 120  # spec.requestTimeoutSeconds
     tsa = _parse_eval_args(_containers(cronjob)["tsa"]["args"])
-    assert (tsa.endpoint, tsa.model, tsa.agent_client) == (
-        TARGET.model_endpoint,
-        TARGET.model,
-        True,
-    )
+    assert (tsa.endpoint, tsa.model) == (TARGET.model_endpoint, TARGET.model)
+    # the team's cases, scored with the agent's own first step read from the agent's Service
+    assert str(tsa.cases) == "/var/lib/sleuth/tsa/tsa_cases.jsonl"
+    assert tsa.agent_url == "http://contracts-agent.team-a.svc:8080"
+    assert str(tsa.agent_token_file) == "/var/run/secrets/sleuth/agent/token"
+    assert (tsa.split, tsa.final_report, tsa.timeout) == ("test", True, 120)
     assert "tool_selection_accuracy=0.85" in tsa.threshold
+
+
+def test_the_tsa_cases_are_mounted_read_only_and_the_agent_token_too() -> None:
+    claim = {"claimName": "team-evals", "path": "tsa/own.jsonl"}
+    spec = _spec(toolSelection={"persistentVolumeClaim": claim, "split": "dev"})
+    cronjob = render_eval_cronjob(OWNER, spec, TARGET, SETTINGS)
+    pod = _pod(cronjob)
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["tsa-cases"]["persistentVolumeClaim"] == {
+        "claimName": "team-evals",
+        "readOnly": True,
+    }
+    tsa = _containers(cronjob)["tsa"]
+    mounts = {m["name"]: m for m in tsa["volumeMounts"]}
+    assert mounts["tsa-cases"] == {
+        "name": "tsa-cases",
+        "mountPath": "/var/lib/sleuth/tsa",
+        "readOnly": True,
+    }
+    assert mounts["agent-token"]["readOnly"] is True
+    args = _parse_eval_args(tsa["args"])
+    assert (str(args.cases), args.split) == ("/var/lib/sleuth/tsa/tsa/own.jsonl", "dev")
+
+
+def test_request_timeout_and_report_claim_come_from_the_spec() -> None:
+    spec = _spec(requestTimeoutSeconds=45, reports={"claimName": "eval-reports", "keepRuns": 3})
+    cronjob = render_eval_cronjob(OWNER, spec, TARGET, SETTINGS)
+    volumes = {v["name"]: v for v in _pod(cronjob)["volumes"]}
+    assert volumes["results"] == {
+        "name": "results",
+        "persistentVolumeClaim": {"claimName": "eval-reports"},
+    }
+    for name, container in _containers(cronjob).items():
+        args = _parse_eval_args(container["args"])
+        folder = "/var/lib/sleuth/results/contracts-nightly/$(SLEUTH_EVAL_RUN_ID)"
+        assert (str(args.out), str(args.html)) == (f"{folder}/{name}.json", f"{folder}/{name}.html")
+        assert (args.keep_runs, args.timeout) == (3, 45)
+        # $(SLEUTH_EVAL_RUN_ID) is expanded by the kubelet: the variable is the container's own
+        assert "SLEUTH_EVAL_RUN_ID" in _env(container)
 
 
 def test_dataset_is_mounted_read_only() -> None:
@@ -171,7 +219,7 @@ def _env(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize(
     ("metrics", "parallelism", "parts"),
     [
-        (None, 1, 2),  # default metrics: a ragas and a tsa container
+        (None, 1, 2),  # RAGAS metrics and TSA: a ragas and a tsa container
         (["faithfulness", "contextRecall"], 1, 1),
         (["toolSelectionAccuracy"], 3, 3),
         (None, 4, 8),

@@ -19,11 +19,22 @@ SPEC: dict[str, Any] = {
     "agentRef": {"name": "contracts"},
     "schedule": "0 */6 * * *",
     "dataset": {"configMapRef": {"name": "contracts-golden", "key": "golden_contracts.jsonl"}},
+    "metrics": [
+        "faithfulness",
+        "answerRelevancy",
+        "contextPrecision",
+        "contextRecall",
+        "toolSelectionAccuracy",
+    ],
+    "toolSelection": {"configMapRef": {"name": "contracts-tsa", "key": "tsa_cases.jsonl"}},
 }
 
 
 def _spec(**over: Any) -> EvalScheduleSpec:
-    return EvalScheduleSpec.model_validate({**SPEC, **over})
+    merged = {**SPEC, **over}
+    if "toolSelectionAccuracy" not in merged["metrics"]:
+        merged.pop("toolSelection")
+    return EvalScheduleSpec.model_validate(merged)
 
 
 def _eval_rules(spec: EvalScheduleSpec) -> dict[str, dict[str, Any]]:

@@ -230,6 +230,7 @@ def _eval_env(tracing: dict[str, Any] | None, settings: RenderSettings) -> dict[
             "schedule": "0 3 * * 1",
             "dataset": {"configMapRef": {"name": "golden", "key": "golden.jsonl"}},
             "metrics": ["faithfulness", "toolSelectionAccuracy"],
+            "toolSelection": {"configMapRef": {"name": "tsa", "key": "tsa.jsonl"}},
         }
     )
     target = EvalTarget(

@@ -26,6 +26,7 @@ def _rules(**over: Any) -> list[dict[str, Any]]:
             "schedule": "0 3 * * *",
             "dataset": {"configMapRef": {"name": "golden", "key": "golden.jsonl"}},
             "metrics": [a.metric for a in SCORE_ALERTS],
+            "toolSelection": {"configMapRef": {"name": "tsa", "key": "tsa.jsonl"}},
             **over,
         }
     )

@@ -4,6 +4,9 @@
                                ``"sleuth": {"traceId"}`` when the request is traced)
 ``POST /v1/chat/completions``  OpenAI-compatible (JSON or SSE); the agent's loop runs behind it
 ``GET  /v1/models``            the agent, as one model
+``GET  /v1/eval/first-step``   what a run's first model call sends besides the question (system
+                               prompt, tools, model options): callers granted ``evaluation``
+                               only (:mod:`sleuth.agent.firststep`)
 ``GET  /healthz`` ``/readyz``  liveness; readiness (the model server answers, or the router
                                can stand in: ``{"status": "degraded: ..."}``)
 ``GET  /metrics``              Prometheus exposition (OpenMetrics, with exemplars, when asked)
@@ -42,6 +45,7 @@ from sleuth.agent.access.caller import SCOPE_KEY, Caller, current_caller
 from sleuth.agent.access.control import AccessControl, endpoint_of
 from sleuth.agent.access.middleware import AccessGuard
 from sleuth.agent.errors import RequestRejected
+from sleuth.agent.firststep import first_step_router
 from sleuth.agent.metrics import exposition
 from sleuth.agent.openai_api import router as openai_router
 from sleuth.agent.request_checks import Conversation, HistoryMessage, read_json
@@ -238,4 +242,5 @@ def create_app(
     app.include_router(query_router)
     app.include_router(openai_router)
     app.include_router(health_router)
+    app.include_router(first_step_router)
     return app

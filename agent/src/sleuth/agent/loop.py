@@ -98,6 +98,18 @@ class _Run:
     stream: AnswerStream | None = None
 
 
+def opening_messages(
+    system_prompt: str, question: str, history: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The messages of a run's first model call: the system prompt, the earlier turns, the
+    question (what ``sleuth eval tsa`` also sends, :mod:`sleuth.agent.firststep`)."""
+    return [
+        {"role": "system", "content": system_prompt},
+        *(history or []),
+        {"role": "user", "content": question},
+    ]
+
+
 class Agent:
     """One configured agent: a model, the tools it may call, and its limits. Reusable."""
 
@@ -106,6 +118,11 @@ class Agent:
         self.runner = runner
         self.settings = settings
         self._tools = runner.openai_tools()
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The ``tools[]`` every first model call of a run offers."""
+        return list(self._tools)
 
     async def run(
         self,
@@ -126,9 +143,7 @@ class Agent:
             trace = resume.trace.model_copy(update={"model": self.model.name})
             run = _Run(list(resume.messages), trace, resume.conversation)
         else:
-            messages = [{"role": "system", "content": self.settings.system_prompt}]
-            messages.extend(history or [])
-            messages.append({"role": "user", "content": question})
+            messages = opening_messages(self.settings.system_prompt, question, history)
             calling = getattr(self.model, "tool_calling", None)  # a model written before it
             trace = Trace(question=question, model=self.model.name, tool_calling=calling)
             run = _Run(messages=messages, trace=trace)

@@ -27,6 +27,7 @@ from sleuth.agent.access.control import AccessControl
 from sleuth.agent.cache import ToolCache
 from sleuth.agent.errors import AgentError
 from sleuth.agent.events import AnswerStream, RunListener
+from sleuth.agent.firststep import FirstStep, ModelRequest
 from sleuth.agent.loop import Agent, AgentResult, LoopSettings
 from sleuth.agent.metrics import AgentMetrics
 from sleuth.agent.onlineeval import OnlineEvaluator
@@ -36,7 +37,6 @@ from sleuth.agent.router import RouterModel
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.agent.toolset import bind_tools
 from sleuth.core.api.agent_config import AgentConfig
-from sleuth.core.guided import DEFAULT_MAX_CALLS
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.core.names import EVAL_HEADER
 from sleuth.core.tracing import Tracing, TracingSettings, current_trace_id, start_tracing
@@ -87,20 +87,16 @@ class AgentService:
         else:
             self.tracing = tracing or Tracing.disabled()
             self._owns_tracing = False
+        request = ModelRequest.of(config)
         env = config.model.api_key_env
         api_key = os.environ.get(env) if env else None
         self.model = OpenAIChatModel(
             str(config.model.endpoint),
             config.model.served_model_name,
             timeout_s=config.model.timeout_seconds,
-            stream=config.model.stream,
-            temperature=config.model.temperature,
-            max_tokens=config.model.max_tokens,
             api_key=api_key,
-            tool_calling=config.model.tool_calling,
-            guided_format=config.model.guided_format,
-            max_calls=DEFAULT_MAX_CALLS if config.parallel_tool_calls else 1,
             tracing=self.tracing,
+            **request.client_options(),
         )
         self.runner = runner = ToolRunner(
             tools if tools is not None else bind_tools(config),
@@ -117,6 +113,10 @@ class AgentService:
         self.online_eval = OnlineEvaluator(config, self.metrics.online, tracer=self.tracing.tracer)
         self.in_flight = 0
         self.budget = self._budget(settings.system_prompt)
+        # What every run's first model call sends (GET /v1/eval/first-step, sleuth eval tsa).
+        self.first_step = FirstStep(
+            system_prompt=settings.system_prompt, tools=self.agent.tools, model=request
+        )
 
     def _budget(self, system_prompt: str) -> PromptBudget | None:
         model = self.config.model

@@ -35,6 +35,16 @@ class ToolSpec:
             },
         }
 
+    @classmethod
+    def from_openai(cls, entry: dict[str, Any]) -> ToolSpec:
+        """The spec of a ``tools[]`` entry (the inverse of :meth:`to_openai`)."""
+        function = entry["function"]
+        return cls(
+            name=function["name"],
+            description=function.get("description", ""),
+            parameters=function.get("parameters", {"type": "object"}),
+        )
+
 
 VECTOR_SEARCH_NAME: Final = "vector_search"
 SQL_QUERY_NAME: Final = "sql_query"

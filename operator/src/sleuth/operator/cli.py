@@ -21,6 +21,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     from sleuth.core.api.v1alpha1.allowlists import OFFICIAL_VLLM_REPOSITORIES
+    from sleuth.operator.settings import add_image_pull_flags
 
     parser = subparsers.add_parser(
         "operator", help="run the operator that reconciles AgentDeployments and ToolBindings"
@@ -48,6 +49,7 @@ def register(subparsers: Any) -> None:
         help='JSON {"nodeSelector": {...}, "tolerations": [...]} for the pods of agents, tool '
         "services and eval jobs (vLLM pods keep their GPU placement)",
     )
+    add_image_pull_flags(parser)
     parser.add_argument(
         "--tracing-endpoint",
         default="",

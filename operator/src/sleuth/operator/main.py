@@ -30,7 +30,7 @@ from sleuth.operator.loop.workqueue import Backoff
 from sleuth.operator.monitoring import MonitoringSettingsError, rule_labels, series_namespace_label
 from sleuth.operator.render.netpol import parse_peers
 from sleuth.operator.render.tracing import TracingDefaults
-from sleuth.operator.settings import allowlist_settings, settings_from_env
+from sleuth.operator.settings import allowlist_settings, image_pull_settings, settings_from_env
 
 
 def operator_settings(
@@ -81,6 +81,7 @@ def operator_settings(
         rule_labels=labels,
         series_namespace_label=namespace_label,
         **allowlist_settings(args),
+        **image_pull_settings(args),
     )
     return OperatorSettings(loop=loop, render=render)
 

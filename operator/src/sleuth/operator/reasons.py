@@ -27,7 +27,8 @@ REASONS: dict[str, str] = {
     "ToolNameConflict": "Ready=False, Degraded=True: an older ToolBinding gives the same name",
     "InvalidSpec": "Ready=False, Degraded=True: the spec fails the operator's checks",
     "ChildRejected": "Ready=False, Degraded=True: the apiserver refused a child",
-    "DatasetNotFound": "Ready=False, Degraded=True: the golden dataset ConfigMap or key is missing",
+    "DatasetNotFound": "Ready=False, Degraded=True: the golden dataset's or the TSA cases' "
+    "ConfigMap or key is missing",
     "RollingOut": "Progressing=True: a child Deployment rolls out",
     "AwaitingToolBindings": "Progressing=True: a new agent waits for its ToolBindings",
     "Complete": "Progressing=False: no rollout in progress",
@@ -40,6 +41,9 @@ REASONS: dict[str, str] = {
     "ModelEndpointUnknown": "Ready=False, Degraded=True: the agent's model endpoint is unknown",
     "EvalAccessForbidden": "Ready=False, Degraded=True: the eval pods' RBAC was refused",
     "PrometheusRuleUnsupported": "Degraded=True: PrometheusRule is not served here",
+    "JudgeIsAgentModel": "JudgeIndependent=False: an EvalSchedule's judge is the agent's own "
+    "model, grading its own answers",
+    "SeparateJudge": "JudgeIndependent=True: an EvalSchedule's judge is another model",
 }
 
 __all__ = ["REASONS"]

@@ -199,6 +199,7 @@ def reconcile_eval(ctx: Context, namespace: str, name: str) -> dict[str, Any] | 
         ready = Cond("Ready", "False", "EvalAccessForbidden", message)
         degraded = Cond("Degraded", "True", "EvalAccessForbidden", message)
     conditions = rejected_conditions(refused, [ready, progressing, degraded])
+    conditions.append(judge_condition(spec, target))
     written = write_status(ctx, EVAL_SCHEDULE, obj, conditions, {}, STATUS_KEYS)
     retry_exhausted(refused)
     return written
@@ -219,20 +220,45 @@ def check_fires(schedule: str) -> None:
 
 
 def dataset_missing(kube: Kube, namespace: str, spec: EvalScheduleSpec) -> str | None:
-    """What is missing of a ConfigMap dataset (naming the spec field), or None. The runs mount
-    the key and verify it against ``<key>.manifest.json``; without either every run fails. A
-    PersistentVolumeClaim is not looked into (the operator does not read claims)."""
-    ref = spec.dataset.config_map_ref
-    if ref is None:
-        return None
-    found = kube.get(CONFIG_MAP, namespace, ref.name)
-    if found is None:
-        return f"spec.dataset.configMapRef.name: ConfigMap {ref.name} not found in {namespace}"
-    keys = set(found.get("data") or {}) | set(found.get("binaryData") or {})
-    for key in (ref.key, f"{ref.key}.manifest.json"):
-        if key not in keys:
-            return f"spec.dataset.configMapRef.key: ConfigMap {ref.name} has no key {key}"
+    """What is missing of a ConfigMap dataset or of the ConfigMap of the TSA cases (naming the
+    spec field), or None. The runs mount the key and verify the golden set against
+    ``<key>.manifest.json``; without either every run fails. A PersistentVolumeClaim is not
+    looked into (the operator does not read claims)."""
+    wanted: list[tuple[str, str, list[str]]] = []
+    golden = spec.dataset.config_map_ref
+    if golden is not None:
+        wanted.append(("spec.dataset", golden.name, [golden.key, f"{golden.key}.manifest.json"]))
+    cases = spec.tool_selection.config_map_ref if spec.tool_selection else None
+    if cases is not None:
+        wanted.append(("spec.toolSelection", cases.name, [cases.key]))
+    for field, name, keys in wanted:
+        found = kube.get(CONFIG_MAP, namespace, name)
+        if found is None:
+            return f"{field}.configMapRef.name: ConfigMap {name} not found in {namespace}"
+        held = set(found.get("data") or {}) | set(found.get("binaryData") or {})
+        for key in keys:
+            if key not in held:
+                return f"{field}.configMapRef.key: ConfigMap {name} has no key {key}"
     return None
+
+
+def judge_condition(spec: EvalScheduleSpec, target: EvalTarget) -> Cond:
+    """``JudgeIndependent``: False when the judge is the agent's own model (no ``spec.judge``, or
+    one naming the agent's model server and model), which grades its own answers."""
+    judge = spec.judge
+    if judge is not None and (
+        judge.endpoint.rstrip("/") != target.model_endpoint.rstrip("/")
+        or judge.model != target.model
+    ):
+        return Cond("JudgeIndependent", "True", "SeparateJudge", f"judged by {judge.model}")
+    return Cond(
+        "JudgeIndependent",
+        "False",
+        "JudgeIsAgentModel",
+        f"the judge is the agent's own model ({target.model} at {target.model_endpoint}): it "
+        "grades its own answers, which tends to inflate faithfulness and answer relevancy; set "
+        "spec.judge to another model",
+    )
 
 
 __all__ = ["eval_target", "reconcile_eval"]

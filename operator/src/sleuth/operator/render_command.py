@@ -20,6 +20,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     """The chart-level settings, as ``sleuth operator`` takes them."""
+    from sleuth.operator.settings import add_image_pull_flags  # the renderers' settings module
+
     parser.add_argument("--image", help="sleuth image of agent, tool and eval pods")
     parser.add_argument(
         "--model-image", help="vLLM image of model servers whose spec.model.image is empty"
@@ -37,6 +39,7 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
         help="JSON list of NetworkPolicy peers admitted to the agent, model and tool ports "
         "(Prometheus), e.g. the monitoring namespace (the chart's networkPolicy.metricsFrom)",
     )
+    add_image_pull_flags(parser)
 
 
 def register(subparsers: Any) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sleuth.core.api.v1alpha1.allowlists import Allowlists
-from sleuth.operator.render.meta import RenderSettings
+from sleuth.operator.render.meta import PULL_POLICIES, RenderSettings
 
 
 def settings_from_env(
@@ -61,3 +61,29 @@ def allowlist_settings(args: argparse.Namespace) -> dict[str, Any]:
     except ValueError as err:
         raise SystemExit(f"sleuth operator: --allowed-*: {err}") from None
     return {"allowlists": allow, "cluster_domain": args.cluster_domain}
+
+
+def add_image_pull_flags(parser: argparse.ArgumentParser) -> None:
+    """``--image-pull-secret`` and ``--image-pull-policy``, as ``sleuth operator`` and ``sleuth
+    render`` take them (the chart's ``imagePullSecrets`` and ``image.pullPolicy``)."""
+    parser.add_argument(
+        "--image-pull-secret",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Secret (type kubernetes.io/dockerconfigjson) every rendered pod pulls its images "
+        "with (repeatable): model servers, agents, tool services, eval runs. Each pod looks it "
+        "up in its own namespace, so it must exist in every namespace that runs them",
+    )
+    parser.add_argument(
+        "--image-pull-policy",
+        choices=PULL_POLICIES,
+        help="imagePullPolicy of every rendered container (default: none set, the cluster's "
+        "default: IfNotPresent for a tag, Always for :latest)",
+    )
+
+
+def image_pull_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """``--image-pull-secret`` and ``--image-pull-policy`` as RenderSettings fields."""
+    names = tuple(dict.fromkeys(n.strip() for n in args.image_pull_secret or () if n.strip()))
+    return {"image_pull_secrets": names, "image_pull_policy": args.image_pull_policy}

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from sleuth.operator.loop.rollout import PROGRESS_DEADLINE_EXCEEDED, REPLICA_FAILURE, Rollout
 
 Status = Literal["True", "False", "Unknown"]
-CONDITION_ORDER = ("Ready", "Progressing", "Degraded")
+CONDITION_ORDER = ("Ready", "Progressing", "Degraded", "JudgeIndependent")
 
 
 @dataclass(frozen=True)
@@ -104,11 +104,13 @@ def settle(
     return out
 
 
-EVENT_CONDITIONS = ("Ready", "Degraded")
+EVENT_CONDITIONS = ("Ready", "Degraded", "JudgeIndependent")
+# Advisory conditions: a first value that is not healthy is news even on a healthy resource.
+ADVISORY_CONDITIONS = ("JudgeIndependent",)
 
 
 def healthy(cond: dict[str, Any]) -> bool:
-    """Ready=True, or Degraded=False."""
+    """Ready=True (JudgeIndependent=True), or Degraded=False."""
     return bool((cond["type"] == "Degraded") == (cond["status"] == "False"))
 
 
@@ -117,7 +119,8 @@ def newsworthy(
 ) -> list[dict[str, Any]]:
     """The conditions whose change deserves an Event: a change of ``Ready``'s or ``Degraded``'s
     status or reason, and the first values of a resource that starts out degraded (anything but
-    ``Degraded=False``: an invalid spec, a refused child, a missing Secret) that are not healthy.
+    ``Degraded=False``: an invalid spec, a refused child, a missing Secret) that are not healthy,
+    and the first unhealthy value of an advisory condition (``JudgeIndependent=False``).
 
     ``Progressing`` posts none (a rollout is in that condition and in its Deployments' own
     Events; a stuck one turns Degraded), and a new resource that is only waiting for its pods
@@ -132,7 +135,8 @@ def newsworthy(
             continue
         before = previous.get(cond["type"])
         if before is None:
-            if starts_degraded and not healthy(cond):
+            first_news = starts_degraded or cond["type"] in ADVISORY_CONDITIONS
+            if first_news and not healthy(cond):
                 changed.append(cond)
         elif (before.get("status"), before.get("reason")) != (cond["status"], cond["reason"]):
             changed.append(cond)

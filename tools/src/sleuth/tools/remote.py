@@ -34,20 +34,11 @@ log = logging.getLogger("sleuth.tools.remote")
 Transport = Literal["mcp", "json"]
 
 
-def _spec_from_openai(entry: dict[str, Any]) -> ToolSpec:
-    function = entry["function"]
-    return ToolSpec(
-        name=function["name"],
-        description=function.get("description", ""),
-        parameters=function.get("parameters", {"type": "object"}),
-    )
-
-
 def fetch_specs(endpoint: str, timeout_seconds: float = 3.0) -> dict[str, ToolSpec]:
     """The specs a tool service serves (``GET /v1/tools``), by name."""
     response = httpx.get(f"{endpoint.rstrip('/')}/v1/tools", timeout=timeout_seconds)
     response.raise_for_status()
-    return {spec.name: spec for spec in map(_spec_from_openai, response.json()["tools"])}
+    return {spec.name: spec for spec in map(ToolSpec.from_openai, response.json()["tools"])}
 
 
 class RemoteTool:

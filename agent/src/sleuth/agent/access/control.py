@@ -123,6 +123,7 @@ ENDPOINTS = {
     "/v1/chat/completions": "chat_completions",
     "/a2a": "a2a",
     "/v1/models": "models",
+    "/v1/eval/first-step": "first_step",
 }
 
 

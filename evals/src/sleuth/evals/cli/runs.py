@@ -66,8 +66,31 @@ def add_tsa(sub: Any) -> argparse.ArgumentParser:
         type=Path,
         help="JSON {tool: description} overriding the default tool descriptions",
     )
+    tsa.add_argument(
+        "--agent-url",
+        help="with --endpoint: score this running agent's first step — its system prompt, its "
+        "tools and their descriptions, its model client's options — read from its GET "
+        "/v1/eval/first-step (the caller needs the 'evaluation' grant); implies --agent-client",
+    )
+    _add_agent_credential(tsa)
     add_run_options(tsa, scheduled=True)
     return tsa
+
+
+def _add_agent_credential(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--agent-token-file",
+        type=Path,
+        help="with --agent-url: a file holding the bearer token sent to the agent (in a "
+        "cluster: a projected ServiceAccount token whose audience is the agent), read for each "
+        "request",
+    )
+    p.add_argument(
+        "--agent-api-key",
+        default=os.environ.get(AGENT_API_KEY_ENV) or None,
+        help=f"with --agent-url and no --agent-token-file: an API key the agent admits "
+        f"(default ${AGENT_API_KEY_ENV})",
+    )
 
 
 def tsa_options(ns: argparse.Namespace) -> TsaOptions:
@@ -87,6 +110,8 @@ def tsa_options(ns: argparse.Namespace) -> TsaOptions:
         agent_client=ns.agent_client,
         system_prompt_file=ns.system_prompt_file,
         descriptions=ns.descriptions,
+        agent_url=ns.agent_url,
+        agent_credential=AgentCredential(ns.agent_token_file, ns.agent_api_key),
     )
 
 
@@ -104,19 +129,7 @@ def add_ragas(sub: Any) -> argparse.ArgumentParser:
         help="ask this agent (POST /v1/query) every --golden question and score its answers",
     )
     rg.add_argument("--record", type=Path, help="with --agent-url: save the agent's results")
-    rg.add_argument(
-        "--agent-token-file",
-        type=Path,
-        help="with --agent-url: a file holding the bearer token sent to the agent (in a "
-        "cluster: a projected ServiceAccount token whose audience is the agent), read for each "
-        "question",
-    )
-    rg.add_argument(
-        "--agent-api-key",
-        default=os.environ.get(AGENT_API_KEY_ENV) or None,
-        help=f"with --agent-url and no --agent-token-file: an API key the agent admits "
-        f"(default ${AGENT_API_KEY_ENV})",
-    )
+    _add_agent_credential(rg)
     rg.add_argument("--judge-url", required=True, help="judge base URL (OpenAI-compatible)")
     rg.add_argument("--judge-model", required=True)
     rg.add_argument(

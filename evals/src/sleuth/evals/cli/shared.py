@@ -52,6 +52,13 @@ def add_run_options(p: argparse.ArgumentParser, *, scheduled: bool) -> None:
         help="score only shard INDEX of COUNT (by id hash), e.g. $JOB_COMPLETION_INDEX/4; "
         "merge the shards' results with: sleuth eval report --merge ... --out",
     )
+    p.add_argument(
+        "--keep-runs",
+        type=_positive,
+        metavar="N",
+        help="with --out in a folder of its own per run: keep the N newest run folders beside "
+        "it, removing older ones (an EvalSchedule's spec.reports.keepRuns)",
+    )
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     p.add_argument("--api-key", default=os.environ.get("SLEUTH_EVAL_API_KEY", "sk-local"))
@@ -133,6 +140,7 @@ def outputs(ns: argparse.Namespace) -> Outputs:
         pushgateway=ns.pushgateway,
         html=ns.html,
         trace_url=vars(ns).get("trace_url_template"),
+        keep_runs=vars(ns).get("keep_runs"),
     )
 
 

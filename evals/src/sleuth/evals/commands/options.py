@@ -28,6 +28,8 @@ class Outputs:
     pushgateway: str | None = None
     html: Path | None = None
     trace_url: str | None = None
+    # With out in a run's own folder: the run folders kept beside it (report/runfolders.py).
+    keep_runs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,9 @@ class TsaOptions:
     agent_client: bool = False
     system_prompt_file: Path | None = None
     descriptions: Path | None = None
+    # The running agent whose first step (prompt, tools, model options) the cases are sent with.
+    agent_url: str | None = None
+    agent_credential: AgentCredential = field(default_factory=AgentCredential)
 
 
 @dataclass(frozen=True)

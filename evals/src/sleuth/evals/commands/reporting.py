@@ -12,6 +12,7 @@ from sleuth.evals.commands.outcome import EXIT_GATE, EXIT_INPUT, EXIT_OK, EXIT_S
 from sleuth.evals.report import html, prometheus
 from sleuth.evals.report.console import print_summary
 from sleuth.evals.report.results import write_document
+from sleuth.evals.report.runfolders import ensure_parents, prune_runs
 from sleuth.evals.statuswriter import StatusWriter, api_client
 
 
@@ -92,6 +93,7 @@ class StatusReport:
 def emit(doc: dict[str, Any], outputs: Outputs, report: StatusReport | None = None) -> int:
     """Write a run's document where ``outputs`` say, print its summary, report its part; the
     exit code is the gate's."""
+    ensure_parents([outputs.out, outputs.prom, outputs.html])
     if outputs.out:
         write_document(doc, outputs.out)
     if outputs.prom:
@@ -100,5 +102,8 @@ def emit(doc: dict[str, Any], outputs: Outputs, report: StatusReport | None = No
         prometheus.push([doc], outputs.pushgateway)
     if outputs.html:
         outputs.html.write_text(html.render([doc], trace_url=outputs.trace_url), encoding="utf-8")
+    if outputs.keep_runs is not None and outputs.out is not None:
+        for folder in prune_runs(outputs.out.parent, outputs.keep_runs):
+            print(f"reports: removed {folder.name} (--keep-runs {outputs.keep_runs})")
     print_summary(doc)
     return publish(report, EXIT_OK if doc["gate"]["passed"] else EXIT_GATE, doc=doc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import sys
 from collections.abc import Sequence
@@ -13,9 +14,11 @@ from sleuth.agent.router import RouterModel
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.core.localmodel import SERVED_NAME, LocalModelServer
 from sleuth.core.tools import DEFAULT_SPECS, ToolSpec, with_description
+from sleuth.evals.commands.agentstep import fetch_first_step
 from sleuth.evals.commands.inputs import check_split, labels, this_shard
 from sleuth.evals.commands.options import TsaOptions
 from sleuth.evals.commands.reporting import StatusReport, emit
+from sleuth.evals.errors import EvalError
 from sleuth.evals.report.results import parse_thresholds, tsa_document
 from sleuth.evals.splits import content_key
 from sleuth.evals.traces import index_by_question, load_recorded
@@ -26,6 +29,7 @@ from sleuth.evals.tsa.scoring import CaseResult, error_result, score_case
 
 def run_tsa(options: TsaOptions, report: StatusReport) -> int:
     check_split(options.run)
+    _check_agent_step(options)
     path = options.cases or shipped_cases_path()
     cases = this_shard(load_cases(path, options.run.split), _case_id, options.run, path, "cases")
     specs = _specs(options)
@@ -34,12 +38,28 @@ def run_tsa(options: TsaOptions, report: StatusReport) -> int:
         run = _from_traces(options, cases, specs)
     elif options.router:
         run = asyncio.run(run_with_chat_model(cases, list(specs.values()), RouterModel()))
+    elif options.agent_url:
+        run = asyncio.run(_with_agent_step(options, cases))
     elif options.agent_client:
         run = asyncio.run(_with_agent_client(options, cases, list(specs.values())))
     else:
         run = _with_endpoint(options, cases, list(specs.values()))
     doc = tsa_document(run, labels(options.run, path), thresholds, options.run.max_failed_rows)
     return emit(doc, options.run.outputs, report)
+
+
+def _check_agent_step(options: TsaOptions) -> None:
+    """``--agent-url`` brings the prompt and the descriptions: the flags that set them conflict."""
+    if not options.agent_url:
+        return
+    if not options.endpoint:
+        raise EvalError("--agent-url: needs --endpoint, the agent's model server")
+    for flag, value in (
+        ("--system-prompt-file", options.system_prompt_file),
+        ("--descriptions", options.descriptions),
+    ):
+        if value is not None:
+            raise EvalError(f"{flag}: --agent-url reads the agent's own; leave {flag} out")
 
 
 def _case_id(case: TsaCase) -> str:
@@ -124,6 +144,44 @@ def _with_local_model(
             cfg, base_url=server.url, model=SERVED_NAME, concurrency=1, guided_format="json_object"
         )
         return asyncio.run(run_cases(cases, specs, local, progress=progress))
+
+
+async def _with_agent_step(options: TsaOptions, cases: Sequence[TsaCase]) -> TsaRun:
+    """Ask the agent's model exactly as the agent's first step does: its system prompt, its tools
+    (as its tool services serve them, with its descriptions), its model client's options."""
+    assert options.agent_url is not None
+    assert options.endpoint is not None
+    step = await asyncio.to_thread(
+        fetch_first_step, options.agent_url, options.agent_credential, options.client.timeout_s
+    )
+    model = OpenAIChatModel(
+        options.endpoint,
+        options.model,
+        timeout_s=options.client.timeout_s,
+        api_key=options.client.api_key,
+        **step.model.client_options(),
+    )
+    try:
+        run = await run_with_chat_model(
+            cases,
+            step.specs(),
+            model,
+            system_prompt=step.system_prompt,
+            concurrency=options.client.concurrency,
+            progress=options.run.progress,
+        )
+    finally:
+        await model.aclose()
+    prompt = hashlib.sha256(step.system_prompt.encode()).hexdigest()[:16]
+    run.extra = {
+        "endpoint": options.endpoint,
+        "model": options.model,
+        "client": "agent",
+        "agent_url": options.agent_url,
+        "tools": [spec.name for spec in step.specs()],
+        "system_prompt_sha256": prompt,
+    }
+    return run
 
 
 async def _with_agent_client(

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sleuth.agent.loop import opening_messages
 from sleuth.agent.prompts import DEFAULT_SYSTEM_PROMPT
 from sleuth.core.errors import SleuthError
 from sleuth.core.guided import GuidedFormat, GuidedReplyError, ToolCalling
@@ -147,10 +148,7 @@ async def run_with_chat_model(
             return await model.complete(messages, tools)
 
     async def one(case: TsaCase) -> CaseResult:
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system_prompt},
-            {"role": "user", "content": case.query},
-        ]
+        messages = opening_messages(system_prompt, case.query)
         started = time.perf_counter()
         try:
             turn = await ask(messages)

@@ -2,12 +2,18 @@
 
 The ``ragas`` container asks the agent's own Service (``POST /v1/query``) every golden question of
 the split and scores the answers with the judge; the ``tsa`` container (when
-``toolSelectionAccuracy`` is among the metrics) asks the agent's model through the agent's own
-model client. The golden dataset is mounted read-only at :data:`DATASET_DIR`; results are written
-as JSON under :data:`RESULTS_DIR`. The judge defaults to the agent's model server and model;
-answer relevancy's embeddings default to the agent's retrieval embeddings endpoint (that of its
-oldest vector_search ToolBinding naming one, :attr:`EvalTarget.embeddings`), else the local
-all-MiniLM-L6-v2 the image carries (as the tool service embeds without an endpoint).
+``toolSelectionAccuracy`` is among the metrics) sends the team's cases (``spec.toolSelection``,
+mounted at :data:`CASES_DIR`) to the agent's model with the agent's own first step — system
+prompt, tools, descriptions, model client options — read from the agent
+(``GET /v1/eval/first-step``, :mod:`sleuth.agent.firststep`). Both prove who they are to the
+agent with the same projected token. The golden dataset is mounted read-only at
+:data:`DATASET_DIR`; results are written as JSON under :data:`RESULTS_DIR`: the pod's scratch
+space, or with ``spec.reports`` a claim holding one folder per run (:func:`report_args`).
+``spec.requestTimeoutSeconds`` bounds each request (``--timeout``). The judge defaults to the
+agent's model server and model; answer relevancy's embeddings default to the agent's retrieval
+embeddings endpoint (that of its oldest vector_search ToolBinding naming one,
+:attr:`EvalTarget.embeddings`), else the local all-MiniLM-L6-v2 the image carries (as the tool
+service embeds without an endpoint).
 
 When the agent traces (its effective tracing settings, :mod:`.tracing`), so does the ``ragas``
 container, as service ``sleuth-eval-<schedule>`` and recording every question (a sampling ratio
@@ -28,9 +34,24 @@ from pathlib import PurePosixPath
 from sleuth.core.api.v1alpha1.common import SecretKeyRef
 from sleuth.core.api.v1alpha1.evalschedule import RAGAS_METRICS, TSA_METRIC, EvalScheduleSpec
 from sleuth.core.api.v1alpha1.tracing import TracingSpec
-from sleuth.operator.render.access import agent_audience
 from sleuth.operator.render.agent import agent_name
 from sleuth.operator.render.evalaccess import eval_account_name
+from sleuth.operator.render.evalpod import (
+    AGENT_TOKEN_DIR,
+    AGENT_TOKEN_VOLUME,
+    CASES_DIR,
+    DATASET_DIR,
+    RESULTS_DIR,
+    RUN_ID_ENV,
+    SHARD_ARG,
+    agent_token_volume,
+    cases_volume,
+    dataset_volume,
+    golden_path,
+    report_args,
+    results_volume,
+    tsa_cases_path,
+)
 from sleuth.operator.render.meta import (
     Manifest,
     Owner,
@@ -45,15 +66,11 @@ from sleuth.operator.render.meta import (
 )
 from sleuth.operator.render.tracing import effective_tracing, tracing_env
 
-DATASET_DIR = "/var/lib/sleuth/dataset"
-RESULTS_DIR = "/var/lib/sleuth/results"
 API_KEY_ENV = "SLEUTH_EVAL_API_KEY"  # what `sleuth eval` reads its --api-key default from
 # What `sleuth eval` reads its --status, --run-id and --expect-parts defaults from.
 STATUS_ENV = "SLEUTH_EVAL_STATUS"
-RUN_ID_ENV = "SLEUTH_EVAL_RUN_ID"
 EXPECT_PARTS_ENV = "SLEUTH_EVAL_EXPECT_PARTS"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on a Job's pods by the Job controller
-SHARD_ARG = "$(JOB_COMPLETION_INDEX)"  # expanded by the kubelet in Indexed Jobs' pods
 
 
 @dataclass(frozen=True)
@@ -88,42 +105,22 @@ def agent_url(target: EvalTarget, namespace: str, settings: RenderSettings) -> s
     return service_url(agent_name(owner), namespace, settings.agent_port)
 
 
-def golden_path(spec: EvalScheduleSpec) -> str:
-    """Where the golden JSONL is, inside the eval pod."""
-    ds = spec.dataset
-    if ds.config_map_ref is not None:
-        return str(PurePosixPath(DATASET_DIR) / ds.config_map_ref.key)
-    assert ds.persistent_volume_claim is not None  # the model validator guarantees one source
-    return str(PurePosixPath(DATASET_DIR) / ds.persistent_volume_claim.path)
-
-
-def _dataset_volume(spec: EvalScheduleSpec) -> Manifest:
-    ds = spec.dataset
-    if ds.config_map_ref is not None:
-        return {"name": "dataset", "configMap": {"name": ds.config_map_ref.name}}
-    assert ds.persistent_volume_claim is not None
-    return {
-        "name": "dataset",
-        "persistentVolumeClaim": {
-            "claimName": ds.persistent_volume_claim.claim_name,
-            "readOnly": True,
-        },
-    }
-
-
-def _common_args(spec: EvalScheduleSpec, target: EvalTarget, out: str) -> list[str]:
+def _common_args(
+    spec: EvalScheduleSpec, target: EvalTarget, schedule: str, part: str, split: str
+) -> list[str]:
     shard = ["--shard", f"{SHARD_ARG}/{spec.parallelism}"] if spec.parallelism > 1 else []
     args = [
         "--agent",
         target.agent,
         "--split",
-        spec.dataset.split,
+        split,
         "--final-report",
         "--concurrency",
         str(spec.concurrency),
+        "--timeout",
+        str(spec.request_timeout_seconds),
         "--no-progress",
-        "--out",
-        f"{RESULTS_DIR}/{out}",
+        *report_args(spec, schedule, part),
         *shard,
         # Both containers label their scores with the golden set's name (the TSA cases would
         # otherwise be labelled by their own file), so every part of a run agrees.
@@ -145,7 +142,7 @@ def _embeddings_args(emb: EvalEmbeddings | None) -> list[str]:
 
 
 def ragas_args(
-    spec: EvalScheduleSpec, target: EvalTarget, namespace: str, settings: RenderSettings
+    spec: EvalScheduleSpec, target: EvalTarget, owner: Owner, settings: RenderSettings
 ) -> list[str]:
     """Arguments of the ``ragas`` container (after the image's ``sleuth`` entrypoint)."""
     judge_url = spec.judge.endpoint if spec.judge else target.model_endpoint
@@ -164,7 +161,9 @@ def ragas_args(
         "--golden",
         golden_path(spec),
         "--agent-url",
-        agent_url(target, namespace, settings),
+        agent_url(target, owner.namespace, settings),
+        "--agent-token-file",
+        f"{AGENT_TOKEN_DIR}/token",
         "--judge-url",
         judge_url,
         "--judge-model",
@@ -172,24 +171,33 @@ def ragas_args(
         *_embeddings_args(target.embeddings),
         "--metrics",
         ",".join(metrics),
-        *_common_args(spec, target, "ragas.json"),
+        *_common_args(spec, target, owner.name, "ragas", spec.dataset.split),
     ]
     for name, value in thresholds.items():
         args += ["--threshold", f"{name}={value:g}"]
     return args
 
 
-def tsa_args(spec: EvalScheduleSpec, target: EvalTarget) -> list[str]:
-    """Arguments of the ``tsa`` container: the agent's model through the agent's model client."""
+def tsa_args(
+    spec: EvalScheduleSpec, target: EvalTarget, owner: Owner, settings: RenderSettings
+) -> list[str]:
+    """Arguments of the ``tsa`` container: the team's cases, sent to the agent's model with the
+    agent's own first step (system prompt, tools, model client options) read from the agent."""
+    assert spec.tool_selection is not None
     return [
         "eval",
         "tsa",
+        "--cases",
+        tsa_cases_path(spec),
         "--endpoint",
         target.model_endpoint,
         "--model",
         target.model,
-        "--agent-client",
-        *_common_args(spec, target, "tsa.json"),
+        "--agent-url",
+        agent_url(target, owner.namespace, settings),
+        "--agent-token-file",
+        f"{AGENT_TOKEN_DIR}/token",
+        *_common_args(spec, target, owner.name, "tsa", spec.tool_selection.split),
         "--threshold",
         f"tool_selection_accuracy={spec.thresholds.tool_selection_accuracy:g}",
     ]
@@ -232,31 +240,6 @@ def _container(
     }
 
 
-AGENT_TOKEN_DIR = "/var/run/secrets/sleuth/agent"
-AGENT_TOKEN_VOLUME = "agent-token"
-
-
-def agent_token_volume(owner: Owner, target: EvalTarget) -> Manifest:
-    """The ``ragas`` container's credential towards the agent: a projected token of the Job's
-    ServiceAccount whose audience is the agent (it admits this schedule's ServiceAccount,
-    render/access.py); the kubelet rotates it."""
-    agent = Owner("AgentDeployment", target.agent, owner.namespace, "")
-    return {
-        "name": AGENT_TOKEN_VOLUME,
-        "projected": {
-            "sources": [
-                {
-                    "serviceAccountToken": {
-                        "path": "token",
-                        "audience": agent_audience(agent),
-                        "expirationSeconds": 3600,
-                    }
-                }
-            ]
-        },
-    }
-
-
 def eval_trace_service(schedule: str) -> str:
     """``service.name`` of a scheduled eval's spans."""
     return f"sleuth-eval-{schedule}"
@@ -278,28 +261,32 @@ def render_eval_cronjob(
     """The CronJob of an EvalSchedule."""
     image = spec.image or settings.sleuth_image
     judge_key = spec.judge.api_key_secret_ref if spec.judge else target.model_api_key
-    ragas = ragas_args(spec, target, owner.namespace, settings)
     runs_ragas = any(m in RAGAS_METRICS for m in spec.metrics)
     runs_tsa = TSA_METRIC in spec.metrics
     report = _report_env(owner, (int(runs_ragas) + int(runs_tsa)) * spec.parallelism)
+    token_mount = {"name": AGENT_TOKEN_VOLUME, "mountPath": AGENT_TOKEN_DIR, "readOnly": True}
     containers: list[Manifest] = []
     volumes: list[Manifest] = [
-        _dataset_volume(spec),
-        {"name": "results", "emptyDir": {}},
+        dataset_volume(spec),
+        results_volume(spec),
         {"name": "tmp", "emptyDir": {}},
+        agent_token_volume(owner, target.agent),
     ]
     if runs_ragas:
         traced = eval_tracing_env(owner, target, settings)
-        ragas += ["--agent-token-file", f"{AGENT_TOKEN_DIR}/token"]
+        ragas = ragas_args(spec, target, owner, settings)
         container = _container("ragas", ragas, judge_key, spec, image, report, traced)
-        container["volumeMounts"].append(
-            {"name": AGENT_TOKEN_VOLUME, "mountPath": AGENT_TOKEN_DIR, "readOnly": True}
-        )
+        container["volumeMounts"].append(dict(token_mount))
         containers.append(container)
-        volumes.append(agent_token_volume(owner, target))
     if runs_tsa:
-        tsa = tsa_args(spec, target)
-        containers.append(_container("tsa", tsa, target.model_api_key, spec, image, report))
+        tsa = tsa_args(spec, target, owner, settings)
+        container = _container("tsa", tsa, target.model_api_key, spec, image, report)
+        container["volumeMounts"] += [
+            dict(token_mount),
+            {"name": "tsa-cases", "mountPath": CASES_DIR, "readOnly": True},
+        ]
+        containers.append(container)
+        volumes.append(cases_volume(spec))
     meta = metadata(cronjob_name(owner.name), owner, "eval", target.agent)
     job: Manifest = {
         "backoffLimit": spec.backoff_limit,
@@ -348,6 +335,7 @@ def render_eval_cronjob(
 
 __all__ = [
     "API_KEY_ENV",
+    "CASES_DIR",
     "DATASET_DIR",
     "EXPECT_PARTS_ENV",
     "RESULTS_DIR",
@@ -363,5 +351,7 @@ __all__ = [
     "golden_path",
     "ragas_args",
     "render_eval_cronjob",
+    "report_args",
     "tsa_args",
+    "tsa_cases_path",
 ]

@@ -14,6 +14,8 @@ from sleuth.core.api.v1alpha1.common import API_VERSION, Resources
 from sleuth.operator.render.tracing import TracingDefaults
 
 Component = Literal["model", "agent", "tool", "eval"]
+PullPolicy = Literal["Always", "IfNotPresent", "Never"]
+PULL_POLICIES: tuple[PullPolicy, ...] = ("Always", "IfNotPresent", "Never")
 
 MANAGED_BY = "sleuth-operator"
 PART_OF = "sleuth"
@@ -81,10 +83,28 @@ class RenderSettings:
     # Where specs may point and what they may run (the chart's admission values, operator flags
     # --allowed-*); the operator's own images are always allowed (sleuth.operator.guard).
     allowlists: Allowlists = field(default_factory=Allowlists)
+    # How every rendered pod pulls its images (the chart's imagePullSecrets and image.pullPolicy,
+    # operator flags --image-pull-secret and --image-pull-policy): Secrets by name, looked up in
+    # the pod's own namespace; None: the cluster's default policy.
+    image_pull_secrets: tuple[str, ...] = ()
+    image_pull_policy: PullPolicy | None = None
+
+
+def pull_images(pod_spec: Manifest, settings: RenderSettings) -> Manifest:
+    """Add the operator-wide pull Secrets and pull policy to a pod spec (every pod the operator
+    renders: model server, agent, tool services, eval runs); nothing when none is set."""
+    if settings.image_pull_secrets:
+        pod_spec["imagePullSecrets"] = [{"name": n} for n in settings.image_pull_secrets]
+    if settings.image_pull_policy is not None:
+        for container in pod_spec.get("containers", []):
+            container["imagePullPolicy"] = settings.image_pull_policy
+    return pod_spec
 
 
 def place_workload(pod_spec: Manifest, settings: RenderSettings) -> Manifest:
-    """Add the operator-wide CPU placement to a pod spec (nothing when none is set)."""
+    """Add the operator-wide CPU placement and image pulling to a pod spec (nothing when none
+    is set)."""
+    pull_images(pod_spec, settings)
     if settings.workload_node_selector:
         pod_spec["nodeSelector"] = dict(sorted(settings.workload_node_selector.items()))
     if settings.workload_tolerations:
@@ -226,9 +246,11 @@ __all__ = [
     "DEFAULT_RUNBOOK_BASE_URL",
     "DEFAULT_SLEUTH_IMAGE",
     "MANAGED_BY",
+    "PULL_POLICIES",
     "Component",
     "Manifest",
     "Owner",
+    "PullPolicy",
     "RenderSettings",
     "config_hash",
     "hardened_container",
@@ -236,6 +258,7 @@ __all__ = [
     "http_probe",
     "labels",
     "metadata",
+    "pull_images",
     "resources",
     "secret_env",
     "selector_labels",

@@ -23,6 +23,7 @@ from sleuth.operator.render.meta import (
     hardened_pod,
     http_probe,
     metadata,
+    pull_images,
     resources,
     secret_env,
     selector_labels,
@@ -145,17 +146,20 @@ def render_model(owner: Owner, spec: ModelSpec, settings: RenderSettings) -> lis
             },
             "template": {
                 "metadata": {"labels": metadata(name, owner, "model", owner.name)["labels"]},
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "nodeSelector": {GPU_PRODUCT_LABEL: gpu.product},
-                    "tolerations": [
-                        {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
-                    ],
-                    "securityContext": hardened_pod(),
-                    "terminationGracePeriodSeconds": 60,
-                    "containers": [container],
-                    "volumes": volumes,
-                },
+                "spec": pull_images(
+                    {
+                        "automountServiceAccountToken": False,
+                        "nodeSelector": {GPU_PRODUCT_LABEL: gpu.product},
+                        "tolerations": [
+                            {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+                        ],
+                        "securityContext": hardened_pod(),
+                        "terminationGracePeriodSeconds": 60,
+                        "containers": [container],
+                        "volumes": volumes,
+                    },
+                    settings,
+                ),
             },
         },
     }

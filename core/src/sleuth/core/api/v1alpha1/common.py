@@ -156,7 +156,7 @@ class Resources(SpecModel):
         return self
 
 
-ConditionType = Literal["Ready", "Progressing", "Degraded"]
+ConditionType = Literal["Ready", "Progressing", "Degraded", "JudgeIndependent"]
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 
@@ -165,7 +165,8 @@ class Condition(SpecModel):
 
     type: ConditionType = Field(
         description="Ready: everything it made serves. Progressing: a rollout is under way. "
-        "Degraded: something it needs is missing or failing."
+        "Degraded: something it needs is missing or failing. JudgeIndependent (EvalSchedule): "
+        "False when the judge is the agent's own model, grading its own answers."
     )
     status: ConditionStatus = Field(description="True, False or Unknown.")
     reason: str = Field(

@@ -1,7 +1,8 @@
 """EvalSchedule: scheduled RAGAS and tool-selection evaluations of one AgentDeployment, and alerts.
 
-The operator renders a CronJob that runs ``sleuth eval ragas`` (and ``sleuth eval tsa``) against
-the agent's own service on the golden dataset, and a PrometheusRule whose alerts fire when a score
+The operator renders a CronJob that runs ``sleuth eval ragas`` against the agent's own service on
+the golden dataset (and ``sleuth eval tsa`` on the team's tool selection cases, with the agent's
+own first step: :mod:`.evalruns`), and a PrometheusRule whose alerts fire when a score
 stays below its threshold (defaults: the seed article's operational thresholds).
 """
 
@@ -20,6 +21,7 @@ from sleuth.core.api.v1alpha1.common import (
     SecretKeyRef,
     SpecModel,
 )
+from sleuth.core.api.v1alpha1.evalruns import ReportsSpec, ToolSelectionSpec
 from sleuth.core.api.v1alpha1.evalstatus import (  # re-exported: the kind's status lives there
     EvalCounts,
     EvalPart,
@@ -48,12 +50,12 @@ RAGAS_METRICS: dict[str, str] = {
 }
 TSA_METRIC = "toolSelectionAccuracy"
 
+# toolSelectionAccuracy is scored on the team's own cases only (spec.toolSelection): not a default.
 DEFAULT_METRICS: tuple[EvalMetric, ...] = (
     "faithfulness",
     "answerRelevancy",
     "contextPrecision",
     "contextRecall",
-    "toolSelectionAccuracy",
 )
 
 URL_PATTERN = r"^https?://[^\s/]+(/\S*)?$"
@@ -255,6 +257,30 @@ def _unscored(metric: str) -> str:
     )
 
 
+_TSA_NEEDS_CASES = (
+    "spec.toolSelection: toolSelectionAccuracy is scored on your own cases with your agent's "
+    "prompt and tools: name them in spec.toolSelection (a ConfigMap or PersistentVolumeClaim "
+    "holding TSA JSONL), or leave toolSelectionAccuracy out of spec.metrics"
+)
+_CASES_UNSCORED = (
+    "spec.toolSelection: toolSelectionAccuracy is not in spec.metrics, so no run reads these "
+    "cases; add it to spec.metrics or remove spec.toolSelection"
+)
+_TSA_RULES: list[JsonValue] = [
+    {
+        "rule": "!has(self.metrics) || !('toolSelectionAccuracy' in self.metrics) || "
+        "has(self.toolSelection)",
+        "message": _TSA_NEEDS_CASES,
+        "fieldPath": ".toolSelection",
+    },
+    {
+        "rule": "!has(self.toolSelection) || "
+        "(has(self.metrics) && 'toolSelectionAccuracy' in self.metrics)",
+        "message": _CASES_UNSCORED,
+        "fieldPath": ".toolSelection",
+    },
+]
+
 _ZERO_STEP_RULE: JsonValue = {
     "rule": f"!self.schedule.matches('{ZERO_STEP}')",
     "message": "spec.schedule: a step (/n) must be at least 1",
@@ -266,7 +292,9 @@ class EvalScheduleSpec(SpecModel):
     """Desired state of an EvalSchedule."""
 
     model_config = ConfigDict(
-        json_schema_extra={"x-kubernetes-validations": [_ZERO_STEP_RULE, *_threshold_rules()]}
+        json_schema_extra={
+            "x-kubernetes-validations": [_ZERO_STEP_RULE, *_threshold_rules(), *_TSA_RULES]
+        }
     )
 
     agent_ref: LocalObjectRef = Field(
@@ -282,11 +310,21 @@ class EvalScheduleSpec(SpecModel):
         default_factory=lambda: list(DEFAULT_METRICS),
         min_length=1,
         max_length=6,
-        description="Metrics scored each run (default: all but noiseSensitivity).",
+        description="Metrics scored each run (default: faithfulness, answerRelevancy, "
+        "contextPrecision, contextRecall). toolSelectionAccuracy needs spec.toolSelection; "
+        "noiseSensitivity is opt-in too.",
         json_schema_extra={"x-kubernetes-list-type": "set", "default": list(DEFAULT_METRICS)},
     )
+    tool_selection: ToolSelectionSpec | None = Field(
+        default=None,
+        description="The team's tool selection cases (TSA JSONL), scored when "
+        "toolSelectionAccuracy is in spec.metrics with the agent's own system prompt, tools and "
+        "descriptions (read from the running agent).",
+    )
     judge: JudgeSpec | None = Field(
-        default=None, description="The judge; defaults to the agent's own model server and model."
+        default=None,
+        description="The judge; defaults to the agent's own model server and model, which "
+        "then grades its own answers (condition JudgeIndependent=False).",
     )
     thresholds: Thresholds = Field(
         default_factory=Thresholds,
@@ -312,6 +350,19 @@ class EvalScheduleSpec(SpecModel):
         default=3600, ge=60, le=86400, description="A run still going after this is stopped."
     )
     backoff_limit: int = Field(default=1, ge=0, le=10, description="Retries of a failed run.")
+    request_timeout_seconds: int = Field(
+        default=120,
+        ge=1,
+        le=3600,
+        description="Seconds each request of a run may take: a golden question to the agent, a "
+        "judge call, a TSA case to the model (default 120). The whole run: "
+        "activeDeadlineSeconds.",
+    )
+    reports: ReportsSpec | None = Field(
+        default=None,
+        description="A PersistentVolumeClaim the runs keep their JSON and HTML reports on; "
+        "without it the reports live in the pod's scratch space and go with the pod.",
+    )
     concurrency: int = Field(
         default=8, ge=1, le=256, description="Questions and judge calls in flight at once."
     )
@@ -346,6 +397,15 @@ class EvalScheduleSpec(SpecModel):
         return value
 
     @model_validator(mode="after")
+    def _tsa_cases(self) -> EvalScheduleSpec:
+        scored = TSA_METRIC in self.metrics
+        if scored and self.tool_selection is None:
+            raise ValueError(_TSA_NEEDS_CASES)
+        if not scored and self.tool_selection is not None:
+            raise ValueError(_CASES_UNSCORED)
+        return self
+
+    @model_validator(mode="after")
     def _thresholds_scored(self) -> EvalScheduleSpec:
         for name, field in Thresholds.model_fields.items():
             metric = field.alias or name
@@ -370,7 +430,9 @@ __all__ = [
     "EvalScores",
     "JudgeSpec",
     "PvcDataset",
+    "ReportsSpec",
     "RunOutcome",
     "Thresholds",
+    "ToolSelectionSpec",
     "check_cron",
 ]

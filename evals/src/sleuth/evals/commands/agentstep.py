@@ -1,0 +1,55 @@
+"""The agent's own first step, read from the running agent (``sleuth eval tsa --agent-url``).
+
+``GET <agent>/v1/eval/first-step`` (:mod:`sleuth.agent.firststep`) returns the system prompt, the
+``tools[]`` and the model client's options of every first model call the agent makes. Scored
+with them, TSA measures the team's agent — its ToolBindings, descriptions and prompt — not
+sleuth's defaults. The credential is the one ``sleuth eval ragas`` sends the agent
+(:class:`~sleuth.evals.rag.agentauth.AgentCredential`): an EvalSchedule's Job holds the
+``evaluation`` grant the route asks for.
+"""
+
+from __future__ import annotations
+
+import httpx
+from pydantic import ValidationError
+
+from sleuth.agent.firststep import FIRST_STEP_PATH, FirstStep
+from sleuth.evals.errors import EndpointError
+from sleuth.evals.rag.agentauth import AgentCredential
+
+
+def first_step_url(agent_url: str) -> str:
+    return agent_url.rstrip("/") + FIRST_STEP_PATH
+
+
+def fetch_first_step(
+    agent_url: str, credential: AgentCredential, timeout_s: float = 30.0
+) -> FirstStep:
+    """The agent's first step; :class:`EndpointError` naming the URL and the agent's reason."""
+    url = first_step_url(agent_url)
+    try:
+        response = httpx.get(url, headers=credential.headers(), timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise EndpointError(
+            f"--agent-url: GET {url}: {type(exc).__name__}: {exc}", retryable=True
+        ) from None
+    if response.status_code != 200:
+        raise EndpointError(
+            f"--agent-url: GET {url}: HTTP {response.status_code}: {_reason(response)}",
+            retryable=response.status_code >= 500,
+        )
+    try:
+        return FirstStep.model_validate_json(response.content)
+    except ValidationError as exc:
+        raise EndpointError(f"--agent-url: GET {url}: not a first step: {exc}") from None
+
+
+def _reason(response: httpx.Response) -> str:
+    try:
+        message = response.json()["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return response.text[:200]
+    return str(message)[:500]
+
+
+__all__ = ["fetch_first_step", "first_step_url"]
