@@ -10,6 +10,14 @@ Traces (:mod:`sleuth.core.tracing`): the service starts the tracer of the settin
 HTTP fronts open one :class:`~sleuth.agent.reqspan.RequestSpan` per request
 (:meth:`AgentService.request_span`). Every run ends with one log line, ``request ...``, carrying
 the trace id when there is one.
+
+Approval (:mod:`sleuth.agent.approval`): each run is given a gate by the service's
+:class:`~sleuth.agent.approval.desk.ApprovalDesk`. A run that pauses before calls a person must
+approve comes back with :attr:`AgentResult.approval` set and an answer that says what waits and
+how to decide; :meth:`AgentService.decide` records the decision and goes on with the run. Over
+``/v1/query`` and ``/v1/chat/completions`` the decision is the next question itself (``approve
+apr_...`` / ``reject apr_...: reason``, recognised by :meth:`AgentService.run`); over A2A it is a
+reply in the paused task (:mod:`sleuth.agent.a2a_api`).
 """
 
 from __future__ import annotations
@@ -24,6 +32,16 @@ from typing import Any
 
 from sleuth.agent.access.caller import Caller
 from sleuth.agent.access.control import AccessControl
+from sleuth.agent.approval.decision import (
+    Reply,
+    parse_addressed,
+    pending_text,
+    refusal_note,
+)
+from sleuth.agent.approval.desk import ApprovalDesk, ApprovalsFull
+from sleuth.agent.approval.gate import TurnGate
+from sleuth.agent.approval.pending import Continuation, Pending
+from sleuth.agent.approval.rules import ApprovalRules
 from sleuth.agent.cache import ToolCache
 from sleuth.agent.errors import AgentError
 from sleuth.agent.events import AnswerStream, RunListener
@@ -35,6 +53,7 @@ from sleuth.agent.request_checks import Conversation, PromptBudget, check_conver
 from sleuth.agent.router import RouterModel
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.agent.toolset import bind_tools
+from sleuth.agent.trace import ApprovalRecord, Trace
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.guided import DEFAULT_MAX_CALLS
 from sleuth.core.llm import OpenAIChatModel
@@ -115,6 +134,13 @@ class AgentService:
         self.agent = router if planner.mode == "router" else Agent(self.model, runner, settings)
         self.fallback = router if planner.mode == "llm" and planner.fallback_to_router else None
         self.online_eval = OnlineEvaluator(config, self.metrics.online, tracer=self.tracing.tracer)
+        self.desk = ApprovalDesk(
+            name,
+            ApprovalRules(config.tools),
+            config.approvals,
+            self.metrics.registry,
+            self.access.audit,
+        )
         self.in_flight = 0
         self.budget = self._budget(settings.system_prompt)
 
@@ -140,8 +166,10 @@ class AgentService:
         API keys and JWKS)."""
         await self.access.start()
         await self.online_eval.start()
+        await self.desk.start()
 
     async def aclose(self) -> None:
+        await self.desk.aclose()
         await self.access.aclose()
         await self.online_eval.aclose()
         await self.model.aclose()
@@ -208,30 +236,162 @@ class AgentService:
         sample: bool = True,
         listener: RunListener | None = None,
         caller: Caller | None = None,
+        task_id: str | None = None,
+        on_expired: Continuation | None = None,
     ) -> AgentResult:
         """Run the loop for an already admitted request; ``sample=False`` keeps it out of online
         evaluation (the scheduled eval's own questions: it scores them itself). ``listener``
         receives progress and the answer's text as it is written (:mod:`sleuth.agent.events`);
         the text it receives ends with the final answer. ``caller``: who asked (the audit
-        record and the per-caller counters; None only for in-process use)."""
+        record and the per-caller counters; None only for in-process use). ``task_id``: the
+        A2A task the run belongs to (a pause waits under its id); ``on_expired``: how a pause
+        goes on when nobody decides in time (default: the answer waits for its caller).
+
+        A question ``approve apr_...`` / ``reject apr_...: reason`` from a caller is its decision
+        on one of its waiting runs, which goes on instead."""
+        reply = parse_addressed(question) if self.desk.rules and caller is not None else None
+        if reply is not None and caller is not None:
+            return await self._decide_addressed(reply, caller, endpoint, listener)
         stream = AnswerStream(listener) if listener is not None else None
+        gate = self.desk.gate(caller)
         try:
-            result = await self.agent.run(question, history, stream=stream)
+            result = await self.agent.run(question, history, stream=stream, gate=gate)
             if result.trace.stop_reason == "model_error" and self.fallback is not None:
-                result = await self._degrade(result, question, history, stream)
+                result = await self._degrade(result, question, history, stream, gate)
+            result = await self._hold(
+                result, caller, endpoint, question, stream, task_id, on_expired
+            )
         except asyncio.CancelledError:
             if caller is not None:
                 self.access.refused(caller, endpoint, "cancelled", question)
             raise
+        return self._finish(result, question, endpoint, caller, stream, sample)
+
+    async def decide(
+        self,
+        caller: Caller,
+        pending: Pending,
+        reply: Reply,
+        endpoint: str,
+        listener: RunListener | None = None,
+    ) -> AgentResult:
+        """``caller``'s decision on its waiting run ``pending`` (taken out of the desk): recorded,
+        then the run goes on — the approved calls run; the rejected ones are refused."""
+        verdict = "approved" if reply.choice == "approve" and caller.approve else "rejected"
+        record = self.desk.decide(pending, verdict, caller, reply.reason)
+        return await self.resume(pending, record, endpoint, listener)
+
+    async def resume(
+        self,
+        pending: Pending,
+        record: ApprovalRecord,
+        endpoint: str,
+        listener: RunListener | None = None,
+        sample: bool = True,
+    ) -> AgentResult:
+        """Go on with a waiting run under ``record`` (its decision)."""
+        stream = AnswerStream(listener) if listener is not None else None
+        caller, question = pending.caller, pending.question
+        gate = self.desk.gate(caller, record)
+        result = await self.agent.run(question, [], resume=pending.result, stream=stream, gate=gate)
+        if result.trace.stop_reason == "model_error" and self.fallback is not None:
+            result = await self._degrade(result, question, [], stream, gate)
+        result = await self._hold(
+            result, caller, endpoint, question, stream, pending.task_id, pending.on_expired
+        )
+        return self._finish(result, question, endpoint, caller, stream, sample)
+
+    async def _decide_addressed(
+        self, reply: Reply, caller: Caller, endpoint: str, listener: RunListener | None
+    ) -> AgentResult:
+        pending = self.desk.pending.take(caller, reply.approval_id)
+        if pending is not None and pending.task_id is None:
+            return await self.decide(caller, pending, reply, endpoint, listener)
+        if pending is not None:  # an A2A task's: decided in its task, not here
+            self.desk.pending.add(pending)
+        late = self.desk.late_answer(caller, reply.approval_id)
+        if late is not None:
+            answer = (
+                f"Approval {reply.approval_id} expired before your decision; the call was not "
+                f"run, and the agent answered without it:\n\n{late}"
+            )
+        else:
+            answer = (
+                f"No approval {reply.approval_id} waits for you: it was decided already, it "
+                "expired, or the agent restarted (waiting runs live in its memory). Nothing was "
+                "run. Ask the question again."
+            )
+        self.access.refused(caller, endpoint, "approval_not_pending", None)
+        stream = AnswerStream(listener) if listener is not None else None
+        if stream is not None:
+            stream.finish(answer)
+        return AgentResult(answer, [], Trace(question=reply.approval_id, model=self.name))
+
+    async def _hold(
+        self,
+        result: AgentResult,
+        caller: Caller | None,
+        endpoint: str,
+        question: str,
+        stream: AnswerStream | None,
+        task_id: str | None,
+        on_expired: Continuation | None,
+    ) -> AgentResult:
+        """A paused run waits at the desk (its answer says what waits and how to decide); with
+        no room left after all, its calls are refused and it goes on at once."""
+        while result.paused is not None:
+            paused = result.paused
+            try:
+                if caller is None:
+                    raise ApprovalsFull("the run has no caller who could approve it")
+                pending = self.desk.hold(
+                    paused, result, caller, endpoint, question, task_id, on_expired or self._expired
+                )
+            except ApprovalsFull as full:
+                record = self.desk.refuse_now(paused, result.trace, str(full))
+                gate = TurnGate(self.desk.rules, {c.id: record for c in record.calls})
+                result = await self.agent.run(question, [], resume=result, stream=stream, gate=gate)
+                continue
+            text = pending_text(pending.id, paused.calls, pending.expires_at, task_id is not None)
+            return dataclasses.replace(result, answer=text, approval=pending)
+        return result
+
+    async def _expired(self, pending: Pending, record: ApprovalRecord) -> None:
+        """Nobody decided in time: the run goes on without the calls; its answer waits for
+        its caller (:meth:`ApprovalDesk.late_answer`). The A2A front completes its task
+        instead (it sets its own continuation)."""
+        result = await self.resume(pending, record, pending.endpoint, sample=False)
+        self.desk.remember_late(pending, result.answer)
+
+    def _finish(
+        self,
+        result: AgentResult,
+        question: str,
+        endpoint: str,
+        caller: Caller | None,
+        stream: AnswerStream | None,
+        sample: bool,
+    ) -> AgentResult:
+        """The answer noted (calls refused for want of approval), streamed, measured, audited,
+        offered to online evaluation."""
+        note = refusal_note(result.trace) if result.approval is None else ""
+        if note:
+            if stream is not None:
+                stream.finish(result.answer)
+                stream.new_turn()
+                stream.write(note)
+            result = dataclasses.replace(result, answer=f"{result.answer}\n\n{note}".strip())
         if stream is not None:
             stream.finish(result.answer)
             result = dataclasses.replace(result, text_cut=stream.cut)
         self.metrics.observe_trace(result.trace, endpoint)
         trace_id = current_trace_id()
         _log_request(endpoint, result, trace_id, caller)
+        paused = result.approval is not None
         if caller is not None:
-            self.access.ran(caller, endpoint, question, result.trace, trace_id)
-        if sample:
+            outcome = "paused" if paused else "answered"
+            self.access.ran(caller, endpoint, question, result.trace, trace_id, outcome)
+        if sample and not paused:
             self.online_eval.offer(question, result.answer, result.trace)
         return result
 
@@ -241,20 +401,21 @@ class AgentService:
         question: str,
         history: list[dict[str, Any]],
         stream: AnswerStream | None,
+        gate: TurnGate | None = None,
     ) -> AgentResult:
         """The model server failed: the deterministic router goes on from the evidence already
         gathered (the failed run's tool results stay in the conversation and the trace), and
         the answer says so."""
         assert self.fallback is not None
         error = next((s.error for s in failed.trace.model_steps() if s.error), "unknown error")
-        routed = await self.fallback.run(question, history, resume=failed, stream=stream)
+        routed = await self.fallback.run(question, history, resume=failed, stream=stream, gate=gate)
         routed.trace.degraded = True
         self.metrics.degraded.labels(self.name).inc()
         note = (
             f"The model server is unavailable ({error}); this answer comes from the "
             "deterministic router, without a language model."
         )
-        return AgentResult(f"{note}\n{routed.answer}", routed.citations, routed.trace)
+        return dataclasses.replace(routed, answer=f"{note}\n{routed.answer}")
 
     async def readiness(self) -> tuple[bool, str]:
         """(ready, status): ready unless the model is down and there is no router to fall to."""
