@@ -53,7 +53,7 @@ from sleuth.agent.request_checks import Conversation, PromptBudget, check_conver
 from sleuth.agent.router import RouterModel
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.agent.toolset import bind_tools
-from sleuth.agent.trace import ApprovalRecord, Trace
+from sleuth.agent.trace import ApprovalRecord, Trace, Verdict
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.guided import DEFAULT_MAX_CALLS
 from sleuth.core.llm import OpenAIChatModel
@@ -277,7 +277,9 @@ class AgentService:
     ) -> AgentResult:
         """``caller``'s decision on its waiting run ``pending`` (taken out of the desk): recorded,
         then the run goes on — the approved calls run; the rejected ones are refused."""
-        verdict = "approved" if reply.choice == "approve" and caller.approve else "rejected"
+        verdict: Verdict = (
+            "approved" if reply.choice == "approve" and caller.approve else "rejected"
+        )
         record = self.desk.decide(pending, verdict, caller, reply.reason)
         return await self.resume(pending, record, endpoint, listener)
 
