@@ -36,7 +36,6 @@ caller's message to the task is refused by the SDK (the task is "not found" for 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
 
 from a2a.helpers.proto_helpers import get_data_parts, new_data_part, new_text_part
@@ -52,10 +51,7 @@ from a2a.types import (
     AgentCard,
     AgentInterface,
     AgentSkill,
-    Artifact,
     HTTPAuthSecurityScheme,
-    Message,
-    Role,
     SecurityRequirement,
     SecurityScheme,
     StringList,
@@ -69,21 +65,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from sleuth.agent.a2a_parts import ANSWER_ARTIFACT, answer_artifact, approval_data
 from sleuth.agent.access.caller import Caller
 from sleuth.agent.access.tasks import BoundedTaskStore, CallerContextBuilder, CallerUser
+from sleuth.agent.approval.a2a import task_completer
 from sleuth.agent.approval.decision import parse_reply
-from sleuth.agent.approval.pending import Pending
 from sleuth.agent.errors import RequestRejected
 from sleuth.agent.events import AnswerText, Finished, Progress, RunListener, follow
 from sleuth.agent.loop import AgentResult
 from sleuth.agent.reqspan import RequestSpan
 from sleuth.agent.request_checks import Conversation
 from sleuth.agent.service import AgentService, Overloaded
-from sleuth.agent.trace import ApprovalRecord
 from sleuth.core.http.jsonrpc_intake import JsonRpcIntake
 
 A2A_PATH = "/a2a"
-ANSWER_ARTIFACT = "answer"
 # An ActiveTask idle in input-required is released after this long (the SDK recreates it from
 # the store when the decision comes): a waiting task holds no background tasks for long.
 INTERRUPTED_TASK_RELEASE_S = 30.0
@@ -163,7 +158,7 @@ class AgentTaskExecutor(AgentExecutor):
 
     def __init__(self, service: AgentService, store: BoundedTaskStore) -> None:
         self.service = service
-        self.store = store
+        self.completes_task = task_completer(service.approvals, store)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         current = context.current_task
@@ -219,7 +214,7 @@ class AgentTaskExecutor(AgentExecutor):
                         listener=listener,
                         caller=caller,
                         task_id=task_id,
-                        on_expired=self._expired,
+                        on_expired=self.completes_task,
                     )
                 span.finish(result, question)
                 return result
@@ -247,7 +242,7 @@ class AgentTaskExecutor(AgentExecutor):
             service.desk.pending.add(pending)  # still waiting
             text = "Reply 'approve' or 'reject: <reason>' to decide on the waiting call."
             message = updater.new_agent_message(
-                parts=[new_text_part(text), new_data_part(_approval_json(pending))]
+                parts=[new_text_part(text), new_data_part(approval_data(pending))]
             )
             await updater.requires_input(message=message)
             return
@@ -262,7 +257,7 @@ class AgentTaskExecutor(AgentExecutor):
 
             async def run(listener: RunListener) -> AgentResult:
                 with span.running():
-                    result = await service.decide(caller, pending, reply, "a2a", listener)
+                    result = await service.approvals.decide(caller, pending, reply, "a2a", listener)
                 span.finish(result, pending.question)
                 return result
 
@@ -270,39 +265,6 @@ class AgentTaskExecutor(AgentExecutor):
         finally:
             span.fail("cancelled")
             service.release(caller)
-
-    async def _expired(self, pending: Pending, record: ApprovalRecord) -> None:
-        """Nobody decided in time: the run goes on without the calls, and the waiting task
-        completes with its answer (a client polling GetTask sees it)."""
-        result = await self.service.resume(pending, record, "a2a", sample=False)
-        task_id = pending.task_id or ""
-        answer = _answer_artifact(result, {})
-
-        def complete(task: Task) -> bool:
-            if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
-                return False
-            if result.approval is not None:  # it paused again, before other calls
-                parts = [
-                    new_text_part(result.answer),
-                    new_data_part(_approval_json(result.approval)),
-                ]
-                message = Message(
-                    role=Role.ROLE_AGENT,
-                    message_id=uuid.uuid4().hex,
-                    task_id=task.id,
-                    context_id=task.context_id,
-                    parts=parts,
-                )
-                state = TaskState.TASK_STATE_INPUT_REQUIRED
-                task.status.CopyFrom(TaskStatus(state=state, message=message))
-                return True
-            kept = [a for a in task.artifacts if a.artifact_id != ANSWER_ARTIFACT]
-            del task.artifacts[:]
-            task.artifacts.extend([*kept, answer])
-            task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_COMPLETED))
-            return True
-
-        await self.store.update(pending.owner, task_id, complete)
 
     async def _follow(
         self,
@@ -332,12 +294,12 @@ class AgentTaskExecutor(AgentExecutor):
                     message = updater.new_agent_message(
                         parts=[
                             new_text_part(result.answer),
-                            new_data_part(_approval_json(result.approval)),
+                            new_data_part(approval_data(result.approval)),
                         ]
                     )
                     await updater.requires_input(message=message)
                     return
-                answer = _answer_artifact(result, span.body())
+                answer = answer_artifact(result, span.body())
                 await updater.add_artifact(
                     list(answer.parts),
                     artifact_id=ANSWER_ARTIFACT,
@@ -365,22 +327,6 @@ _ENDED = frozenset(
         TaskState.TASK_STATE_REJECTED,
     }
 )
-
-
-def _answer_artifact(result: AgentResult, extra: dict[str, str]) -> Artifact:
-    return Artifact(
-        artifact_id=ANSWER_ARTIFACT,
-        name=ANSWER_ARTIFACT,
-        parts=[
-            new_text_part(result.answer),
-            new_data_part({"citations": result.citations, **extra}),
-        ],
-    )
-
-
-def _approval_json(pending: Pending) -> dict[str, object]:
-    """The data part of a task that waits: which calls, why, until when."""
-    return {"approval": pending.as_json()}
 
 
 def _caller(context: RequestContext) -> Caller:

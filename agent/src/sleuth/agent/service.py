@@ -14,7 +14,8 @@ the trace id when there is one.
 Approval (:mod:`sleuth.agent.approval`): each run is given a gate by the service's
 :class:`~sleuth.agent.approval.desk.ApprovalDesk`. A run that pauses before calls a person must
 approve comes back with :attr:`AgentResult.approval` set and an answer that says what waits and
-how to decide; :meth:`AgentService.decide` records the decision and goes on with the run. Over
+how to decide; :class:`~sleuth.agent.approval.runs.ApprovalRuns` (``service.approvals``) records
+the decision and goes on with the run. Over
 ``/v1/query`` and ``/v1/chat/completions`` the decision is the next question itself (``approve
 apr_...`` / ``reject apr_...: reason``, recognised by :meth:`AgentService.run`); over A2A it is a
 reply in the paused task (:mod:`sleuth.agent.a2a_api`).
@@ -32,16 +33,12 @@ from typing import Any
 
 from sleuth.agent.access.caller import Caller
 from sleuth.agent.access.control import AccessControl
-from sleuth.agent.approval.decision import (
-    Reply,
-    parse_addressed,
-    pending_text,
-    refusal_note,
-)
-from sleuth.agent.approval.desk import ApprovalDesk, ApprovalsFull
+from sleuth.agent.approval.decision import parse_addressed, refusal_note
+from sleuth.agent.approval.desk import ApprovalDesk
 from sleuth.agent.approval.gate import TurnGate
-from sleuth.agent.approval.pending import Continuation, Pending
+from sleuth.agent.approval.pending import Continuation
 from sleuth.agent.approval.rules import ApprovalRules
+from sleuth.agent.approval.runs import ApprovalRuns
 from sleuth.agent.cache import ToolCache
 from sleuth.agent.errors import AgentError
 from sleuth.agent.events import AnswerStream, RunListener
@@ -53,7 +50,6 @@ from sleuth.agent.request_checks import Conversation, PromptBudget, check_conver
 from sleuth.agent.router import RouterModel
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.agent.toolset import bind_tools
-from sleuth.agent.trace import ApprovalRecord, Trace, Verdict
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.guided import DEFAULT_MAX_CALLS
 from sleuth.core.llm import OpenAIChatModel
@@ -141,6 +137,7 @@ class AgentService:
             self.metrics.registry,
             self.access.audit,
         )
+        self.approvals = ApprovalRuns(self)
         self.in_flight = 0
         self.budget = self._budget(settings.system_prompt)
 
@@ -251,121 +248,35 @@ class AgentService:
         on one of its waiting runs, which goes on instead."""
         reply = parse_addressed(question) if self.desk.rules and caller is not None else None
         if reply is not None and caller is not None:
-            return await self._decide_addressed(reply, caller, endpoint, listener)
+            return await self.approvals.addressed(reply, caller, endpoint, listener)
         stream = AnswerStream(listener) if listener is not None else None
         gate = self.desk.gate(caller)
         try:
-            result = await self.agent.run(question, history, stream=stream, gate=gate)
-            if result.trace.stop_reason == "model_error" and self.fallback is not None:
-                result = await self._degrade(result, question, history, stream, gate)
-            result = await self._hold(
+            result = await self.loop(question, history, stream, gate)
+            result = await self.approvals.hold(
                 result, caller, endpoint, question, stream, task_id, on_expired
             )
         except asyncio.CancelledError:
             if caller is not None:
                 self.access.refused(caller, endpoint, "cancelled", question)
             raise
-        return self._finish(result, question, endpoint, caller, stream, sample)
+        return self.finish(result, question, endpoint, caller, stream, sample)
 
-    async def decide(
+    async def loop(
         self,
-        caller: Caller,
-        pending: Pending,
-        reply: Reply,
-        endpoint: str,
-        listener: RunListener | None = None,
-    ) -> AgentResult:
-        """``caller``'s decision on its waiting run ``pending`` (taken out of the desk): recorded,
-        then the run goes on — the approved calls run; the rejected ones are refused."""
-        verdict: Verdict = (
-            "approved" if reply.choice == "approve" and caller.approve else "rejected"
-        )
-        record = self.desk.decide(pending, verdict, caller, reply.reason)
-        return await self.resume(pending, record, endpoint, listener)
-
-    async def resume(
-        self,
-        pending: Pending,
-        record: ApprovalRecord,
-        endpoint: str,
-        listener: RunListener | None = None,
-        sample: bool = True,
-    ) -> AgentResult:
-        """Go on with a waiting run under ``record`` (its decision)."""
-        stream = AnswerStream(listener) if listener is not None else None
-        caller, question = pending.caller, pending.question
-        gate = self.desk.gate(caller, record)
-        result = await self.agent.run(question, [], resume=pending.result, stream=stream, gate=gate)
-        if result.trace.stop_reason == "model_error" and self.fallback is not None:
-            result = await self._degrade(result, question, [], stream, gate)
-        result = await self._hold(
-            result, caller, endpoint, question, stream, pending.task_id, pending.on_expired
-        )
-        return self._finish(result, question, endpoint, caller, stream, sample)
-
-    async def _decide_addressed(
-        self, reply: Reply, caller: Caller, endpoint: str, listener: RunListener | None
-    ) -> AgentResult:
-        pending = self.desk.pending.take(caller, reply.approval_id)
-        if pending is not None and pending.task_id is None:
-            return await self.decide(caller, pending, reply, endpoint, listener)
-        if pending is not None:  # an A2A task's: decided in its task, not here
-            self.desk.pending.add(pending)
-        late = self.desk.late_answer(caller, reply.approval_id)
-        if late is not None:
-            answer = (
-                f"Approval {reply.approval_id} expired before your decision; the call was not "
-                f"run, and the agent answered without it:\n\n{late}"
-            )
-        else:
-            answer = (
-                f"No approval {reply.approval_id} waits for you: it was decided already, it "
-                "expired, or the agent restarted (waiting runs live in its memory). Nothing was "
-                "run. Ask the question again."
-            )
-        self.access.refused(caller, endpoint, "approval_not_pending", None)
-        stream = AnswerStream(listener) if listener is not None else None
-        if stream is not None:
-            stream.finish(answer)
-        return AgentResult(answer, [], Trace(question=reply.approval_id, model=self.name))
-
-    async def _hold(
-        self,
-        result: AgentResult,
-        caller: Caller | None,
-        endpoint: str,
         question: str,
+        history: list[dict[str, Any]],
         stream: AnswerStream | None,
-        task_id: str | None,
-        on_expired: Continuation | None,
+        gate: TurnGate | None,
+        resume: AgentResult | None = None,
     ) -> AgentResult:
-        """A paused run waits at the desk (its answer says what waits and how to decide); with
-        no room left after all, its calls are refused and it goes on at once."""
-        while result.paused is not None:
-            paused = result.paused
-            try:
-                if caller is None:
-                    raise ApprovalsFull("the run has no caller who could approve it")
-                pending = self.desk.hold(
-                    paused, result, caller, endpoint, question, task_id, on_expired or self._expired
-                )
-            except ApprovalsFull as full:
-                record = self.desk.refuse_now(paused, result.trace, str(full))
-                gate = TurnGate(self.desk.rules, {c.id: record for c in record.calls})
-                result = await self.agent.run(question, [], resume=result, stream=stream, gate=gate)
-                continue
-            text = pending_text(pending.id, paused.calls, pending.expires_at, task_id is not None)
-            return dataclasses.replace(result, answer=text, approval=pending)
+        """One leg of a run: the agent's loop, and the router when the model server fails."""
+        result = await self.agent.run(question, history, resume=resume, stream=stream, gate=gate)
+        if result.trace.stop_reason == "model_error" and self.fallback is not None:
+            result = await self._degrade(result, question, history, stream, gate)
         return result
 
-    async def _expired(self, pending: Pending, record: ApprovalRecord) -> None:
-        """Nobody decided in time: the run goes on without the calls; its answer waits for
-        its caller (:meth:`ApprovalDesk.late_answer`). The A2A front completes its task
-        instead (it sets its own continuation)."""
-        result = await self.resume(pending, record, pending.endpoint, sample=False)
-        self.desk.remember_late(pending, result.answer)
-
-    def _finish(
+    def finish(
         self,
         result: AgentResult,
         question: str,

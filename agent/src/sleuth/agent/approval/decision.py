@@ -85,6 +85,20 @@ def pending_text(approval_id: str, calls: Sequence[PendingCall], expires_at: str
     return f"{head}{how} before {expires_at}; otherwise the call is not run."
 
 
+def not_pending_text(approval_id: str, late_answer: str | None) -> str:
+    """The answer to a decision on an approval that does not wait (any more) for this caller."""
+    if late_answer is not None:
+        return (
+            f"Approval {approval_id} expired before your decision; the call was not run, and the "
+            f"agent answered without it:\n\n{late_answer}"
+        )
+    return (
+        f"No approval {approval_id} waits for you: it was decided already, it expired, or the "
+        "agent restarted (waiting runs live in its memory). Nothing was run. Ask the question "
+        "again."
+    )
+
+
 def _why(record: ApprovalRecord) -> str:
     if record.decision == "rejected":
         said = f": {record.reason}" if record.reason else ""
@@ -118,6 +132,7 @@ __all__ = [
     "Reply",
     "Verdict",
     "describe_calls",
+    "not_pending_text",
     "parse_addressed",
     "parse_reply",
     "pending_text",
