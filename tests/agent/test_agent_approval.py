@@ -17,6 +17,7 @@ import pytest
 from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_artifact_text, get_data_parts
 from a2a.types import (
+    CancelTaskRequest,
     GetTaskRequest,
     Message,
     Part,
@@ -284,7 +285,10 @@ def test_openai_sdk_sees_a_pending_approval_and_continues_with_a_message(
 def test_a_timeout_frees_the_state_and_the_task_answers_without_the_call(
     model: ScriptedServer, tmp_path: Path
 ) -> None:
-    config = approval_config(model.url, tmp_path / "keys", timeout_s=2)
+    """Bounded in time (2 s here) and in number (2 waiting runs per caller here)."""
+    config = approval_config(
+        model.url, tmp_path / "keys", timeout_s=2, approvals={"maxPendingPerCaller": 2}
+    )
     with AgentProcess(config, tmp_path, name="expiry") as agent:
         task, approval = _pause(agent.url)
         assert agent.value(PENDING, agent="expiry", caller="portal") == 1.0
@@ -292,6 +296,12 @@ def test_a_timeout_frees_the_state_and_the_task_answers_without_the_call(
             f"{agent.url}/v1/query", json={"question": QUESTION}, headers=bearer("portal")
         ).json()
         assert paused["approval"]["expiresAt"]
+        third = httpx.post(
+            f"{agent.url}/v1/query", json={"question": QUESTION}, headers=bearer("portal")
+        ).json()
+        assert "approval" not in third  # no room: refused at once, and the answer says why
+        assert "this caller already has 2 runs waiting for approval" in third["answer"]
+        assert agent.value(PENDING, agent="expiry", caller="portal") == 2.0
         started = time.monotonic()
         agent.wait_for(DECISIONS, 2.0, timeout_s=30, agent="expiry", decision="expired")
         assert time.monotonic() - started < 15
@@ -328,6 +338,23 @@ def test_a_timeout_frees_the_state_and_the_task_answers_without_the_call(
         (expired,) = [r for r in _records(agent, task.id) if r["outcome"] == "approval_expired"]
         assert expired["approval"]["by"] is None
         assert approval["id"] == task.id
+
+
+def test_cancelling_a_waiting_task_frees_its_state(agent: AgentProcess) -> None:
+    task, _ = _pause(agent.url)
+
+    async def cancel() -> Task:
+        client = await _client(agent.url, "portal")
+        try:
+            return await client.cancel_task(CancelTaskRequest(id=task.id))
+        finally:
+            await client.close()
+
+    assert asyncio.run(cancel()).status.state == TaskState.TASK_STATE_CANCELED
+    assert agent.value(PENDING, agent="approvals", caller="portal") == 0.0
+    (_, refused) = _records(agent, task.id)
+    assert refused["outcome"] == "approval_refused"
+    assert refused["approval"]["reason"] == "the task was cancelled"
 
 
 def test_a_restart_refuses_waiting_calls_on_the_record_and_runs_none_later(

@@ -310,7 +310,11 @@ class AgentTaskExecutor(AgentExecutor):
                 await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """The SDK has cancelled :meth:`execute` (and so the loop); say so on the task."""
+        """The SDK has cancelled :meth:`execute` (and so the loop); say so on the task. A task
+        that waited for a decision waits no more: its calls are refused, on the record."""
+        pending = self.service.desk.pending.take_task(_caller(context), context.task_id or "")
+        if pending is not None:
+            self.service.desk.decide(pending, "refused", pending.caller, "the task was cancelled")
         updater = TaskUpdater(
             event_queue=event_queue,
             task_id=context.task_id or "",
