@@ -163,7 +163,12 @@ def test_a2a_input_required_then_approved_runs_the_call_and_answers(agent: Agent
         if r.get("endpoint") == "a2a" and r["outcome"] in ("paused", "answered")
     ][-2:]
     assert [r["outcome"] for r in runs] == ["paused", "answered"]
-    assert [c["status"] for c in runs[1]["toolCalls"]] == ["ok", "ok"]  # sql, then the search
+    # Each leg's record and metrics count what that leg did: sql_query once, then the search.
+    assert [c["tool"] for c in runs[0]["toolCalls"]] == ["sql_query"]
+    assert [(c["tool"], c["status"]) for c in runs[1]["toolCalls"]] == [("web_search", "ok")]
+    calls = "sleuth_agent_tool_calls_total"
+    assert agent.value(calls, agent="approvals", tool="sql_query", outcome="ok") == 1.0
+    assert agent.value(calls, agent="approvals", tool="web_search", outcome="ok") == 1.0
 
 
 def test_a2a_rejection_yields_an_answer_that_says_the_call_was_refused(

@@ -50,6 +50,7 @@ from sleuth.agent.request_checks import Conversation, PromptBudget, check_conver
 from sleuth.agent.router import RouterModel
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.agent.toolset import bind_tools
+from sleuth.agent.trace import Trace
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.guided import DEFAULT_MAX_CALLS
 from sleuth.core.llm import OpenAIChatModel
@@ -284,9 +285,11 @@ class AgentService:
         caller: Caller | None,
         stream: AnswerStream | None,
         sample: bool,
+        leg: Trace | None = None,
     ) -> AgentResult:
         """The answer noted (calls refused for want of approval), streamed, measured, audited,
-        offered to online evaluation."""
+        offered to online evaluation. ``leg``: what this leg of a resumed run added to its
+        trace — what the metrics and the audit count (the rest was counted when it paused)."""
         note = refusal_note(result.trace) if result.approval is None else ""
         if note:
             if stream is not None:
@@ -297,13 +300,14 @@ class AgentService:
         if stream is not None:
             stream.finish(result.answer)
             result = dataclasses.replace(result, text_cut=stream.cut)
-        self.metrics.observe_trace(result.trace, endpoint)
+        measured = leg if leg is not None else result.trace
+        self.metrics.observe_trace(measured, endpoint)
         trace_id = current_trace_id()
         _log_request(endpoint, result, trace_id, caller)
         paused = result.approval is not None
         if caller is not None:
             outcome = "paused" if paused else "answered"
-            self.access.ran(caller, endpoint, question, result.trace, trace_id, outcome)
+            self.access.ran(caller, endpoint, question, measured, trace_id, outcome)
         if sample and not paused:
             self.online_eval.offer(question, result.answer, result.trace)
         return result

@@ -35,7 +35,13 @@ from sleuth.agent.access.audit import AuditLog
 from sleuth.agent.access.caller import Caller
 from sleuth.agent.access.tasks import owner_of
 from sleuth.agent.approval.gate import PausedTurn, TurnGate, new_approval_id, utc_now
-from sleuth.agent.approval.pending import ApprovalsFull, Continuation, Pending, PendingApprovals
+from sleuth.agent.approval.pending import (
+    ApprovalsFull,
+    Continuation,
+    Counted,
+    Pending,
+    PendingApprovals,
+)
 from sleuth.agent.approval.rules import ApprovalRules
 from sleuth.agent.trace import ApprovalRecord, Trace, Verdict
 from sleuth.core.api.agent_config import ApprovalsConfig
@@ -106,6 +112,7 @@ class ApprovalDesk:
             deadline=now + timeout_s,
             started=now,
             result=result,
+            counted=Counted.of(result.trace),
             task_id=task_id,
             on_expired=on_expired,
         )

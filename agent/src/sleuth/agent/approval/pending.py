@@ -30,7 +30,7 @@ from prometheus_client.registry import Collector
 
 from sleuth.agent.access.caller import Caller
 from sleuth.agent.access.tasks import owner_of
-from sleuth.agent.trace import ApprovalRecord, PendingCall, Verdict
+from sleuth.agent.trace import ApprovalRecord, PendingCall, Trace, Verdict
 from sleuth.core.api.agent_config import ApprovalsConfig
 from sleuth.core.names import AGENT_LABEL
 
@@ -49,6 +49,44 @@ class ApprovalsFull(Exception):
     """No room for another waiting run (the caller's share, or the replica's)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """What the metrics and the audit already counted of a run when it paused: the next leg
+    counts only what it adds (its steps, tokens and time), not the run from its start."""
+
+    steps: int
+    iterations: int
+    prompt_tokens: int
+    completion_tokens: int
+    malformed: int
+    cache_hits: int
+
+    @classmethod
+    def of(cls, trace: Trace) -> Counted:
+        return cls(
+            len(trace.steps),
+            trace.iterations,
+            trace.prompt_tokens,
+            trace.completion_tokens,
+            trace.malformed_tool_calls,
+            trace.cache_hits,
+        )
+
+    def leg(self, trace: Trace, ms: float) -> Trace:
+        """The part of ``trace`` a leg that began at this count added, ``ms`` long."""
+        return trace.model_copy(
+            update={
+                "steps": trace.steps[self.steps :],
+                "iterations": trace.iterations - self.iterations,
+                "prompt_tokens": trace.prompt_tokens - self.prompt_tokens,
+                "completion_tokens": trace.completion_tokens - self.completion_tokens,
+                "malformed_tool_calls": trace.malformed_tool_calls - self.malformed,
+                "cache_hits": trace.cache_hits - self.cache_hits,
+                "total_ms": ms,
+            }
+        )
+
+
 @dataclass(slots=True)
 class Pending:
     """A paused run: whose it is, what waits, until when, and how to go on."""
@@ -63,6 +101,7 @@ class Pending:
     deadline: float  # on the registry's clock
     started: float  # on the registry's clock
     result: Any  # the paused AgentResult (sleuth.agent.loop), resumed from
+    counted: Counted  # of its trace, when it paused
     task_id: str | None = None  # the A2A task that waits (its front completes it on expiry)
     # how the run goes on when nobody decided in time (the front that paused it sets it)
     on_expired: Continuation | None = field(default=None, repr=False)
@@ -196,6 +235,7 @@ __all__ = [
     "APPROVAL_WAIT",
     "ApprovalsFull",
     "Continuation",
+    "Counted",
     "Pending",
     "PendingApprovals",
 ]

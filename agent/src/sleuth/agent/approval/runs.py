@@ -16,6 +16,7 @@ audited). The fronts call it:
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any, Protocol
 
 from sleuth.agent.access.caller import Caller
@@ -53,6 +54,7 @@ class Host(Protocol):
         caller: Caller | None,
         stream: AnswerStream | None,
         sample: bool,
+        leg: Trace | None = None,
     ) -> AgentResult: ...
 
 
@@ -118,11 +120,13 @@ class ApprovalRuns:
         stream = AnswerStream(listener) if listener is not None else None
         caller, question = pending.caller, pending.question
         gate = self.desk.gate(caller, record)
+        started = time.perf_counter()
         result = await self.host.loop(question, [], stream, gate, resume=pending.result)
         result = await self.hold(
             result, caller, endpoint, question, stream, pending.task_id, pending.on_expired
         )
-        return self.host.finish(result, question, endpoint, caller, stream, sample)
+        leg = pending.counted.leg(result.trace, (time.perf_counter() - started) * 1000)
+        return self.host.finish(result, question, endpoint, caller, stream, sample, leg)
 
     async def addressed(
         self, reply: Reply, caller: Caller, endpoint: str, listener: RunListener | None
