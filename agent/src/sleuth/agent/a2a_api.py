@@ -238,19 +238,20 @@ class AgentTaskExecutor(AgentExecutor):
             )
         data = get_data_parts(context.message.parts) if context.message is not None else []
         reply = parse_reply(context.get_user_input(), data)
+        ask = "Reply 'approve' or 'reject: <reason>' to decide on the waiting call."
+        if reply is not None:
+            try:
+                service.admit(caller)
+            except Overloaded as exc:
+                ask = f"{exc}: your decision was not taken; send it again in a moment."
+                reply = None
         if reply is None:
             service.desk.pending.add(pending)  # still waiting
-            text = "Reply 'approve' or 'reject: <reason>' to decide on the waiting call."
             message = updater.new_agent_message(
-                parts=[new_text_part(text), new_data_part(approval_data(pending))]
+                parts=[new_text_part(ask), new_data_part(approval_data(pending))]
             )
             await updater.requires_input(message=message)
             return
-        try:
-            service.admit(caller)
-        except Overloaded:
-            service.desk.pending.add(pending)  # decide again when there is room
-            raise
         span = service.request_span("a2a", _headers(context))
         try:
             await updater.start_work()
