@@ -286,8 +286,8 @@ def test_openai_sdk_sees_a_pending_approval_and_continues_with_a_message(
 
 def test_a_streamed_pause_ends_with_the_approval_in_the_finish_chunk(agent: AgentProcess) -> None:
     client = openai.OpenAI(base_url=f"{agent.url}/v1", api_key=KEYS["portal"], max_retries=0)
-    question = [{"role": "user", "content": QUESTION}]
-    chunks = list(client.chat.completions.create(model="approvals", messages=question, stream=True))  # type: ignore[arg-type]
+    question: list[Any] = [{"role": "user", "content": QUESTION}]
+    chunks = list(client.chat.completions.create(model="approvals", messages=question, stream=True))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     finish = [c for c in chunks if c.choices and c.choices[0].finish_reason]
     assert [c.choices[0].finish_reason for c in finish] == ["stop"]
