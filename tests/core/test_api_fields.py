@@ -26,6 +26,7 @@ from sleuth.core.api.access_config import (
 from sleuth.core.api.agent_config import (
     A2AConfig,
     AgentConfig,
+    ApprovalsConfig,
     ModelEndpointConfig,
     OnlineEvalConfig,
     OnlineEvalEmbeddingsConfig,
@@ -48,6 +49,7 @@ from sleuth.core.api.v1alpha1.agentdeployment import (
     AgentSpec,
     ModelSpec,
 )
+from sleuth.core.api.v1alpha1.approval import ApprovalMatch, ApprovalSpec
 from sleuth.core.api.v1alpha1.evalschedule import JudgeSpec
 from sleuth.core.api.v1alpha1.limits import AgentLimitsSpec
 from sleuth.core.api.v1alpha1.onlineeval import OnlineEvalEmbeddings, OnlineEvalSpec
@@ -74,9 +76,9 @@ PAIRS: list[tuple[type[BaseModel], type[BaseModel]]] = [
     (AuditSpec, AuditConfig),
 ]
 # File models with no spec counterpart (the operator always writes their defaults).
-FILE_ONLY = {PlannerConfig}
+FILE_ONLY = {PlannerConfig, ApprovalsConfig}
 # Spec models the file holds as they are (one model for both sides).
-SAME_MODEL = {AgentLimitsSpec}
+SAME_MODEL = {AgentLimitsSpec, ApprovalSpec, ApprovalMatch}
 # Shared fields whose types differ on purpose: (spec model, field) → why.
 DIFFERENT_BY_DESIGN: dict[tuple[type[BaseModel], str], str] = {
     (ModelSpec, "endpoint"): "a URL: the CRD checks its pattern, the file parses it (AnyHttpUrl)",

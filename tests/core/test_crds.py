@@ -115,7 +115,8 @@ def test_toolbinding_columns_and_rules() -> None:
     assert spec["properties"]["type"]["enum"] == ["vector_search", "sql_query", "web_search"]
     assert spec["properties"]["sqlQuery"]["properties"]["allowedTables"]["minItems"] == 1
     rules = [r["rule"] for r in spec["x-kubernetes-validations"]]
-    assert len(rules) == 4  # type ↔ settings for each of the 3 types, embedded store replicas
+    # type ↔ settings for each of the 3 types, embedded store replicas, approval tables (2)
+    assert len(rules) == 6
     assert any("vectorSearch.embedded" in r and "replicas <= 1" in r for r in rules)
     vector = spec["properties"]["vectorSearch"]
     assert [r["rule"] for r in vector["x-kubernetes-validations"]] == [

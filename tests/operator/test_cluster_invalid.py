@@ -146,6 +146,26 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "spec.sqlQuery.allowedTables[0]",
     ),
     ("unknown-tool-type", _with(SQL, "spec.type", "graph_search"), "spec.type"),
+    (
+        "approval-always-with-match",
+        _with(WEB, "spec.approval", {"required": "always", "match": {"toolOutput": True}}),
+        "spec.approval.match is required when required is onMatch, and forbidden",
+    ),
+    (
+        "approval-match-without-a-rule",
+        _with(WEB, "spec.approval", {"required": "onMatch", "match": {}}),
+        "spec.approval.match: set toolOutput: true or tables",
+    ),
+    (
+        "approval-tables-on-web-search",
+        _with(WEB, "spec.approval", {"required": "onMatch", "match": {"tables": ["contracts"]}}),
+        "spec.approval.match.tables is only for type sql_query",
+    ),
+    (
+        "approval-table-not-allowlisted",
+        _with(SQL, "spec.approval", {"required": "onMatch", "match": {"tables": ["payroll"]}}),
+        "spec.approval.match.tables: every table must be one of spec.sqlQuery.allowedTables",
+    ),
     ("bad-tool-name", _with(SQL, "spec.name", "sql query!"), "spec.name"),
     ("no-agent-ref", _with(SQL, "spec.agentRef", None), "spec.agentRef"),
     ("zero-timeout", _with(SQL, "spec.timeoutSeconds", 0), "spec.timeoutSeconds"),

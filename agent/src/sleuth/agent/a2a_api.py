@@ -22,11 +22,23 @@ admission slot; ``GetTask`` and ``CancelTask`` are always served. Tasks live in 
 The body is checked before the SDK parses it
 (:class:`~sleuth.core.http.jsonrpc_intake.JsonRpcIntake`: UTF-8, nesting at most 64 levels, no
 lone surrogate), refusals as JSON-RPC errors.
+
+Approval (:mod:`sleuth.agent.approval`): a run that pauses before calls a person must approve
+puts its task in ``input-required``, with a status message holding the text (what waits, how to
+decide) and a data part ``{"approval": {"id", "calls": [{"id", "tool", "arguments", "why"}],
+"expiresAt"}}``. The task's owner answers in the same task (a message with its ``taskId``):
+``approve`` or ``reject: <reason>`` as text, or a data part ``{"decision": "approve" | "reject",
+"reason": "..."}``; the task goes back to ``working`` and on to ``completed``. Anything else
+leaves it in ``input-required``, asking again. Nobody answering in time: the run goes on without
+the calls and the task completes on its own (its answer says the calls were not run). Another
+caller's message to the task is refused by the SDK (the task is "not found" for it).
 """
 
 from __future__ import annotations
 
-from a2a.helpers.proto_helpers import new_data_part, new_text_part
+from collections.abc import Awaitable, Callable
+
+from a2a.helpers.proto_helpers import get_data_parts, new_data_part, new_text_part
 from a2a.server.agent_execution.agent_executor import AgentExecutor
 from a2a.server.agent_execution.context import RequestContext
 from a2a.server.events import EventQueue
@@ -53,8 +65,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from sleuth.agent.a2a_parts import ANSWER_ARTIFACT, answer_artifact, approval_data
 from sleuth.agent.access.caller import Caller
 from sleuth.agent.access.tasks import BoundedTaskStore, CallerContextBuilder, CallerUser
+from sleuth.agent.approval.a2a import task_completer
+from sleuth.agent.approval.decision import parse_reply
 from sleuth.agent.errors import RequestRejected
 from sleuth.agent.events import AnswerText, Finished, Progress, RunListener, follow
 from sleuth.agent.loop import AgentResult
@@ -64,7 +79,9 @@ from sleuth.agent.service import AgentService, Overloaded
 from sleuth.core.http.jsonrpc_intake import JsonRpcIntake
 
 A2A_PATH = "/a2a"
-ANSWER_ARTIFACT = "answer"
+# An ActiveTask idle in input-required is released after this long (the SDK recreates it from
+# the store when the decision comes): a waiting task holds no background tasks for long.
+INTERRUPTED_TASK_RELEASE_S = 30.0
 
 
 def agent_card(service: AgentService, base_url: str) -> AgentCard:
@@ -139,10 +156,21 @@ def security_of(
 class AgentTaskExecutor(AgentExecutor):
     """Runs one task as one run of the agent's loop, reporting as it goes."""
 
-    def __init__(self, service: AgentService) -> None:
+    def __init__(self, service: AgentService, store: BoundedTaskStore) -> None:
         self.service = service
+        self.completes_task = task_completer(service.approvals, store)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        current = context.current_task
+        if current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await self._decision(context, event_queue)
+            return
+        if current is not None and current.status.state in _ENDED:
+            state = TaskState.Name(current.status.state).removeprefix("TASK_STATE_").lower()
+            raise InvalidParamsError(
+                f"task {current.id} is {state}: it takes no more messages",
+                data={"field": "message.taskId"},
+            )
         service = self.service
         task_id, context_id = context.task_id or "", context.context_id or ""
         question = context.get_user_input()
@@ -176,22 +204,75 @@ class AgentTaskExecutor(AgentExecutor):
         span = service.request_span("a2a", _headers(context))
         try:
             await updater.start_work()
-            await self._run(question, updater, span, caller)
+
+            async def run(listener: RunListener) -> AgentResult:
+                with span.running():
+                    result = await service.run(
+                        question,
+                        [],
+                        "a2a",
+                        listener=listener,
+                        caller=caller,
+                        task_id=task_id,
+                        on_expired=self.completes_task,
+                    )
+                span.finish(result, question)
+                return result
+
+            await self._follow(run, updater, span)
         finally:
             span.fail("cancelled")  # no-op when the run finished it
             service.release(caller)
 
-    async def _run(
-        self, question: str, updater: TaskUpdater, span: RequestSpan, caller: Caller
-    ) -> None:
-        async def run(listener: RunListener) -> AgentResult:
-            with span.running():
-                result = await self.service.run(
-                    question, [], "a2a", listener=listener, caller=caller
-                )
-            span.finish(result, question)
-            return result
+    async def _decision(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """A message to a task that waits for a decision: the owner's approve or reject."""
+        service = self.service
+        task_id, context_id = context.task_id or "", context.context_id or ""
+        caller = _caller(context)
+        updater = TaskUpdater(event_queue=event_queue, task_id=task_id, context_id=context_id)
+        pending = service.desk.pending.take_task(caller, task_id)
+        if pending is None:  # expired a moment ago (its continuation completes the task)
+            raise InvalidParamsError(
+                f"no call of task {task_id} waits for a decision any more (expired or decided)",
+                data={"field": "message.taskId"},
+            )
+        data = get_data_parts(context.message.parts) if context.message is not None else []
+        reply = parse_reply(context.get_user_input(), data)
+        ask = "Reply 'approve' or 'reject: <reason>' to decide on the waiting call."
+        if reply is not None:
+            try:
+                service.admit(caller)
+            except Overloaded as exc:
+                ask = f"{exc}: your decision was not taken; send it again in a moment."
+                reply = None
+        if reply is None:
+            service.desk.pending.add(pending)  # still waiting
+            message = updater.new_agent_message(
+                parts=[new_text_part(ask), new_data_part(approval_data(pending))]
+            )
+            await updater.requires_input(message=message)
+            return
+        span = service.request_span("a2a", _headers(context))
+        try:
+            await updater.start_work()
 
+            async def run(listener: RunListener) -> AgentResult:
+                with span.running():
+                    result = await service.approvals.decide(caller, pending, reply, "a2a", listener)
+                span.finish(result, pending.question)
+                return result
+
+            await self._follow(run, updater, span)
+        finally:
+            span.fail("cancelled")
+            service.release(caller)
+
+    async def _follow(
+        self,
+        run: Callable[[RunListener], Awaitable[AgentResult]],
+        updater: TaskUpdater,
+        span: RequestSpan,
+    ) -> None:
         streamed = False
         async for event in follow(run):
             if isinstance(event, AnswerText):
@@ -210,11 +291,18 @@ class AgentTaskExecutor(AgentExecutor):
                 await updater.update_status(TaskState.TASK_STATE_WORKING, message=message)
             elif isinstance(event, Finished):
                 result = event.result
+                if result.approval is not None:
+                    message = updater.new_agent_message(
+                        parts=[
+                            new_text_part(result.answer),
+                            new_data_part(approval_data(result.approval)),
+                        ]
+                    )
+                    await updater.requires_input(message=message)
+                    return
+                answer = answer_artifact(result, span.body())
                 await updater.add_artifact(
-                    [
-                        new_text_part(result.answer),
-                        new_data_part({"citations": result.citations, **span.body()}),
-                    ],
+                    list(answer.parts),
                     artifact_id=ANSWER_ARTIFACT,
                     name=ANSWER_ARTIFACT,
                     append=False,
@@ -223,13 +311,27 @@ class AgentTaskExecutor(AgentExecutor):
                 await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """The SDK has cancelled :meth:`execute` (and so the loop); say so on the task."""
+        """The SDK has cancelled :meth:`execute` (and so the loop); say so on the task. A task
+        that waited for a decision waits no more: its calls are refused, on the record."""
+        pending = self.service.desk.pending.take_task(_caller(context), context.task_id or "")
+        if pending is not None:
+            self.service.desk.decide(pending, "refused", pending.caller, "the task was cancelled")
         updater = TaskUpdater(
             event_queue=event_queue,
             task_id=context.task_id or "",
             context_id=context.context_id or "",
         )
         await updater.cancel()
+
+
+_ENDED = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
 
 
 def _caller(context: RequestContext) -> Caller:
@@ -253,12 +355,14 @@ def a2a_routes(service: AgentService) -> list[BaseRoute]:
     """The card route and the JSON-RPC route of ``service``."""
     configured = service.config.a2a.public_url
     placeholder = str(configured).rstrip("/") if configured else "http://localhost"
+    store = BoundedTaskStore(
+        service.config.a2a.task_ttl_seconds, service.config.a2a.max_stored_tasks
+    )
     handler = DefaultRequestHandlerV2(
-        agent_executor=AgentTaskExecutor(service),
-        task_store=BoundedTaskStore(
-            service.config.a2a.task_ttl_seconds, service.config.a2a.max_stored_tasks
-        ),
+        agent_executor=AgentTaskExecutor(service, store),
+        task_store=store,
         agent_card=agent_card(service, placeholder),
+        interrupted_task_timeout=INTERRUPTED_TASK_RELEASE_S,
     )
 
     def base_url(request: Request) -> str:

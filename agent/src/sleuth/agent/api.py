@@ -1,7 +1,9 @@
 """The agent's HTTP API (FastAPI).
 
 ``POST /v1/query``             {"question": ...} → {"answer", "citations", "trace"} (and
-                               ``"sleuth": {"traceId"}`` when the request is traced)
+                               ``"sleuth": {"traceId"}`` when the request is traced; and
+                               ``"approval"`` when the run waits for a person: the question
+                               ``approve apr_...`` / ``reject apr_...: why`` decides)
 ``POST /v1/chat/completions``  OpenAI-compatible (JSON or SSE); the agent's loop runs behind it
 ``GET  /v1/models``            the agent, as one model
 ``GET  /v1/eval/first-step``   what a run's first model call sends besides the question (system
@@ -123,6 +125,8 @@ async def query(request: Request, caller: Annotated[Caller, Depends(current_call
         return overloaded(str(exc), exc.retry_after_s)
     span.finish(result, conversation.question)
     payload: dict[str, object] = {"answer": result.answer, "citations": result.citations}
+    if result.approval is not None:
+        payload["approval"] = result.approval.as_json()
     if caller.trace:  # raw tool output: only for callers granted it
         payload["trace"] = result.trace.model_dump(mode="json", by_alias=True)
     if span.trace_id:

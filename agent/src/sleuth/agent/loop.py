@@ -11,6 +11,17 @@
         ▼
     LIMIT (honest "not enough evidence" answer with what was found)
 
+    RUN_TOOLS ──a call a person must approve──▶ AWAIT_APPROVAL (the run returns, paused)
+        ▲                                           │ decided: resume=result
+        └───────────────────────────────────────────┘
+
+A run given a :class:`~sleuth.agent.approval.gate.TurnGate` asks it before each round of tool
+calls: calls a person must approve and nobody has decided pause the run (``trace.stop_reason``
+``awaiting_approval``, :attr:`AgentResult.paused` holds the turn); the round resumes from there
+with the decisions (``run(..., resume=paused_result, gate=...)``). A call that was not approved is
+not run: the model reads an error observation and answers with what it has
+(:mod:`sleuth.agent.approval`).
+
 A turn whose every call repeats one this run already made (same tool, same arguments) gets no new
 evidence: small models loop that way until the limit. Instead of running the calls again, the loop
 asks the model once to answer from the results it has, with no tools offered
@@ -34,6 +45,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from sleuth.agent.approval.gate import PausedTurn, TurnGate
+from sleuth.agent.approval.pending import Pending
 from sleuth.agent.events import AnswerStream, Progress, TextRelay
 from sleuth.agent.prompts import (
     DEFAULT_SYSTEM_PROMPT,
@@ -74,6 +87,10 @@ class AgentResult:
     conversation: Conversation | None = None
     # Streamed: the text shown holds a model reply that never completed (AnswerStream.cut).
     text_cut: bool = False
+    # Paused before calls a person must approve (stop reason awaiting_approval) ...
+    paused: PausedTurn | None = None
+    # ... and kept waiting for the decision by the service (sleuth.agent.approval.desk).
+    approval: Pending | None = None
 
 
 class State(enum.Enum):
@@ -83,6 +100,7 @@ class State(enum.Enum):
     ANSWERED = "answered"
     LIMIT = "iteration_limit"
     MODEL_ERROR = "model_error"
+    AWAIT_APPROVAL = "awaiting_approval"
 
 
 @dataclass(slots=True)
@@ -96,6 +114,8 @@ class _Run:
     answer: str = ""
     error: str = ""
     stream: AnswerStream | None = None
+    gate: TurnGate | None = None
+    paused: PausedTurn | None = None
 
 
 def opening_messages(
@@ -131,6 +151,7 @@ class Agent:
         *,
         resume: AgentResult | None = None,
         stream: AnswerStream | None = None,
+        gate: TurnGate | None = None,
     ) -> AgentResult:
         """Answer ``question`` (``history``: earlier user/assistant messages, if any).
 
@@ -138,19 +159,26 @@ class Agent:
         trace), as the router does when the model server failed mid-run: nothing gathered is
         lost, and the trace shows every call that ran.
 
-        ``stream``: where progress and the model's text go while the run works."""
+        ``stream``: where progress and the model's text go while the run works.
+
+        ``gate``: which calls wait for a person (None: every call runs); with ``resume`` of a
+        paused result, the paused round goes on under the gate's decisions."""
+        start = State.ASK_MODEL
         if resume is not None and resume.conversation is not None:
             trace = resume.trace.model_copy(update={"model": self.model.name})
             run = _Run(list(resume.messages), trace, resume.conversation)
+            if resume.paused is not None:
+                run.pending, start = resume.paused.turn, State.RUN_TOOLS
         else:
             messages = opening_messages(self.settings.system_prompt, question, history)
             calling = getattr(self.model, "tool_calling", None)  # a model written before it
             trace = Trace(question=question, model=self.model.name, tool_calling=calling)
             run = _Run(messages=messages, trace=trace)
         run.stream = stream
+        run.gate = gate
         try:
             async with asyncio.timeout(self.settings.request_timeout_s):
-                await self._drive(run)
+                await self._drive(run, start)
         except TimeoutError:
             run.trace.stop_reason = "timeout"
             run.answer = timeout_answer(self.settings.request_timeout_s, run.trace.tool_calls())
@@ -162,10 +190,10 @@ class Agent:
             trace=run.trace,
             messages=tuple(run.messages),
             conversation=run.conversation,
+            paused=run.paused,
         )
 
-    async def _drive(self, run: _Run) -> None:
-        state = State.ASK_MODEL
+    async def _drive(self, run: _Run, state: State) -> None:
         while True:
             if state is State.ASK_MODEL:
                 state = await self._ask_model(run)
@@ -182,6 +210,8 @@ class Agent:
         elif state is State.MODEL_ERROR:
             trace.stop_reason = "model_error"
             run.answer = model_error_answer(run.error, trace.tool_calls())
+        elif state is State.AWAIT_APPROVAL:
+            trace.stop_reason = "awaiting_approval"
         else:
             trace.stop_reason = "answered"
 
@@ -293,6 +323,10 @@ class Agent:
     async def _run_tools(self, run: _Run) -> State:
         turn = run.pending
         assert turn is not None
+        screen = run.gate.screen(turn, run.messages, run.trace) if run.gate else None
+        if screen is not None and screen.waiting:
+            run.paused = PausedTurn(turn, screen.waiting)
+            return State.AWAIT_APPROVAL
         run.pending = None
         trace = run.trace
         trace.iterations += 1
@@ -306,7 +340,15 @@ class Agent:
                     {"iteration": trace.iterations, "tools": names},
                 )
             )
-        records = await self.runner.run_round(turn.tool_calls, run.conversation)
+        refused = screen.refused if screen is not None else {}
+        ran = await self.runner.run_round(
+            [c for c in turn.tool_calls if c.id not in refused], run.conversation
+        )
+        answered = iter(ran)  # in the order of the calls that ran
+        records = [
+            refused[c.id].record(c, run.conversation) if c.id in refused else next(answered)
+            for c in turn.tool_calls
+        ]
         if run.stream is not None:
             for r in records:
                 ms = round(r.duration_ms, 1)

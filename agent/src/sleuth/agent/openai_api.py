@@ -15,6 +15,13 @@ timed out under it), the finish chunk says ``finish_reason: "length"`` (what Ope
 the tools work, progress goes out as SSE comment lines, ``: sleuth {"kind": "tools", ...}``,
 which OpenAI clients skip (and which keep idle-timeout proxies from cutting a long tool round).
 
+A run that pauses before tool calls a person must approve (:mod:`sleuth.agent.approval`) ends
+like any answer (``finish_reason: "stop"``): the assistant message says which calls wait, why,
+until when, and what to send — the next user message ``approve apr_<id>`` or ``reject apr_<id>:
+<reason>`` — and ``sleuth.approval`` holds the same as data (``id``, ``status: "pending"``,
+``calls``, ``expiresAt``, ``approve``, ``reject``). That message, sent with the same or any
+history, is the decision: the run goes on and its answer comes back as the reply.
+
 A traced request's id is in the ``X-Sleuth-Trace-Id`` header (streamed too: headers go first)
 and under ``sleuth.traceId`` in the body (streamed: in the finish chunk's ``sleuth`` part).
 """
@@ -203,6 +210,8 @@ async def chat_completions(
             service.release(caller)
         span.finish(result, question)
         part: dict[str, Any] = {"citations": result.citations, **span.body()}
+        if result.approval is not None:
+            part["approval"] = result.approval.as_json()
         if caller.trace:  # raw tool output: only for callers granted it
             part["trace"] = result.trace.model_dump(mode="json", by_alias=True)
         return JSONResponse(
@@ -247,6 +256,8 @@ async def chat_completions(
         extra: dict[str, Any] = {"citations": result.citations, **span.body()}
         if result.text_cut:  # the text holds a cut reply: not "stop", which says complete
             extra["textCut"] = True
+        if result.approval is not None:
+            extra["approval"] = result.approval.as_json()
         yield _chunk(cid, model, {}, "length" if result.text_cut else "stop", extra)
         if include_usage:
             usage = {

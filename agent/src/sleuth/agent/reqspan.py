@@ -94,7 +94,7 @@ class RequestSpan:
                     attributes[spans.INPUT_MESSAGES] = spans.content_json([question])
                 attributes[spans.OUTPUT_MESSAGES] = spans.content_json([result.answer])
             span.set_attributes(attributes)
-            if run.stop_reason != "answered":
+            if run.stop_reason not in ("answered", "awaiting_approval"):
                 spans.fail(span, run.stop_reason)
         self.end()
 

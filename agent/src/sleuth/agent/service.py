@@ -10,6 +10,15 @@ Traces (:mod:`sleuth.core.tracing`): the service starts the tracer of the settin
 HTTP fronts open one :class:`~sleuth.agent.reqspan.RequestSpan` per request
 (:meth:`AgentService.request_span`). Every run ends with one log line, ``request ...``, carrying
 the trace id when there is one.
+
+Approval (:mod:`sleuth.agent.approval`): each run is given a gate by the service's
+:class:`~sleuth.agent.approval.desk.ApprovalDesk`. A run that pauses before calls a person must
+approve comes back with :attr:`AgentResult.approval` set and an answer that says what waits and
+how to decide; :class:`~sleuth.agent.approval.runs.ApprovalRuns` (``service.approvals``) records
+the decision and goes on with the run. Over
+``/v1/query`` and ``/v1/chat/completions`` the decision is the next question itself (``approve
+apr_...`` / ``reject apr_...: reason``, recognised by :meth:`AgentService.run`); over A2A it is a
+reply in the paused task (:mod:`sleuth.agent.a2a_api`).
 """
 
 from __future__ import annotations
@@ -24,6 +33,12 @@ from typing import Any
 
 from sleuth.agent.access.caller import Caller
 from sleuth.agent.access.control import AccessControl
+from sleuth.agent.approval.decision import parse_addressed, refusal_note
+from sleuth.agent.approval.desk import ApprovalDesk
+from sleuth.agent.approval.gate import TurnGate
+from sleuth.agent.approval.pending import Continuation
+from sleuth.agent.approval.rules import ApprovalRules
+from sleuth.agent.approval.runs import ApprovalRuns
 from sleuth.agent.cache import ToolCache
 from sleuth.agent.errors import AgentError
 from sleuth.agent.events import AnswerStream, RunListener
@@ -36,6 +51,7 @@ from sleuth.agent.request_checks import Conversation, PromptBudget, check_conver
 from sleuth.agent.router import RouterModel
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.agent.toolset import bind_tools
+from sleuth.agent.trace import Trace
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.core.names import EVAL_HEADER
@@ -111,6 +127,14 @@ class AgentService:
         self.agent = router if planner.mode == "router" else Agent(self.model, runner, settings)
         self.fallback = router if planner.mode == "llm" and planner.fallback_to_router else None
         self.online_eval = OnlineEvaluator(config, self.metrics.online, tracer=self.tracing.tracer)
+        self.desk = ApprovalDesk(
+            name,
+            ApprovalRules(config.tools),
+            config.approvals,
+            self.metrics.registry,
+            self.access.audit,
+        )
+        self.approvals = ApprovalRuns(self)
         self.in_flight = 0
         self.budget = self._budget(settings.system_prompt)
         # What every run's first model call sends (GET /v1/eval/first-step, sleuth eval tsa).
@@ -140,8 +164,10 @@ class AgentService:
         API keys and JWKS)."""
         await self.access.start()
         await self.online_eval.start()
+        await self.desk.start()
 
     async def aclose(self) -> None:
+        await self.desk.aclose()
         await self.access.aclose()
         await self.online_eval.aclose()
         await self.model.aclose()
@@ -208,30 +234,81 @@ class AgentService:
         sample: bool = True,
         listener: RunListener | None = None,
         caller: Caller | None = None,
+        task_id: str | None = None,
+        on_expired: Continuation | None = None,
     ) -> AgentResult:
         """Run the loop for an already admitted request; ``sample=False`` keeps it out of online
         evaluation (the scheduled eval's own questions: it scores them itself). ``listener``
         receives progress and the answer's text as it is written (:mod:`sleuth.agent.events`);
         the text it receives ends with the final answer. ``caller``: who asked (the audit
-        record and the per-caller counters; None only for in-process use)."""
+        record and the per-caller counters; None only for in-process use). ``task_id``: the
+        A2A task the run belongs to (a pause waits under its id); ``on_expired``: how a pause
+        goes on when nobody decides in time (default: the answer waits for its caller).
+
+        A question ``approve apr_...`` / ``reject apr_...: reason`` from a caller is its decision
+        on one of its waiting runs, which goes on instead."""
+        reply = parse_addressed(question) if self.desk.rules and caller is not None else None
+        if reply is not None and caller is not None:
+            return await self.approvals.addressed(reply, caller, endpoint, listener)
         stream = AnswerStream(listener) if listener is not None else None
+        gate = self.desk.gate(caller)
         try:
-            result = await self.agent.run(question, history, stream=stream)
-            if result.trace.stop_reason == "model_error" and self.fallback is not None:
-                result = await self._degrade(result, question, history, stream)
+            result = await self.loop(question, history, stream, gate)
+            result = await self.approvals.hold(
+                result, caller, endpoint, question, stream, task_id, on_expired
+            )
         except asyncio.CancelledError:
             if caller is not None:
                 self.access.refused(caller, endpoint, "cancelled", question)
             raise
+        return self.finish(result, question, endpoint, caller, stream, sample)
+
+    async def loop(
+        self,
+        question: str,
+        history: list[dict[str, Any]],
+        stream: AnswerStream | None,
+        gate: TurnGate | None,
+        resume: AgentResult | None = None,
+    ) -> AgentResult:
+        """One leg of a run: the agent's loop, and the router when the model server fails."""
+        result = await self.agent.run(question, history, resume=resume, stream=stream, gate=gate)
+        if result.trace.stop_reason == "model_error" and self.fallback is not None:
+            result = await self._degrade(result, question, history, stream, gate)
+        return result
+
+    def finish(
+        self,
+        result: AgentResult,
+        question: str,
+        endpoint: str,
+        caller: Caller | None,
+        stream: AnswerStream | None,
+        sample: bool,
+        leg: Trace | None = None,
+    ) -> AgentResult:
+        """The answer noted (calls refused for want of approval), streamed, measured, audited,
+        offered to online evaluation. ``leg``: what this leg of a resumed run added to its
+        trace — what the metrics and the audit count (the rest was counted when it paused)."""
+        note = refusal_note(result.trace) if result.approval is None else ""
+        if note:
+            if stream is not None:
+                stream.finish(result.answer)
+                stream.new_turn()
+                stream.write(note)
+            result = dataclasses.replace(result, answer=f"{result.answer}\n\n{note}".strip())
         if stream is not None:
             stream.finish(result.answer)
             result = dataclasses.replace(result, text_cut=stream.cut)
-        self.metrics.observe_trace(result.trace, endpoint)
+        measured = leg if leg is not None else result.trace
+        self.metrics.observe_trace(measured, endpoint)
         trace_id = current_trace_id()
         _log_request(endpoint, result, trace_id, caller)
+        paused = result.approval is not None
         if caller is not None:
-            self.access.ran(caller, endpoint, question, result.trace, trace_id)
-        if sample:
+            outcome = "paused" if paused else "answered"
+            self.access.ran(caller, endpoint, question, measured, trace_id, outcome)
+        if sample and not paused:
             self.online_eval.offer(question, result.answer, result.trace)
         return result
 
@@ -241,20 +318,21 @@ class AgentService:
         question: str,
         history: list[dict[str, Any]],
         stream: AnswerStream | None,
+        gate: TurnGate | None = None,
     ) -> AgentResult:
         """The model server failed: the deterministic router goes on from the evidence already
         gathered (the failed run's tool results stay in the conversation and the trace), and
         the answer says so."""
         assert self.fallback is not None
         error = next((s.error for s in failed.trace.model_steps() if s.error), "unknown error")
-        routed = await self.fallback.run(question, history, resume=failed, stream=stream)
+        routed = await self.fallback.run(question, history, resume=failed, stream=stream, gate=gate)
         routed.trace.degraded = True
         self.metrics.degraded.labels(self.name).inc()
         note = (
             f"The model server is unavailable ({error}); this answer comes from the "
             "deterministic router, without a language model."
         )
-        return AgentResult(f"{note}\n{routed.answer}", routed.citations, routed.trace)
+        return dataclasses.replace(routed, answer=f"{note}\n{routed.answer}")
 
     async def readiness(self) -> tuple[bool, str]:
         """(ready, status): ready unless the model is down and there is no router to fall to."""

@@ -22,9 +22,22 @@ ToolCallStatus = Literal[
     "malformed",  # the model's arguments were not a JSON object; the model was asked to fix them
     "unknown_tool",  # the model asked for a tool that is not offered
     "retry_refused",  # the same failed call was already retried once in this conversation
+    "not_approved",  # a person rejected it, or nobody could approve it (sleuth.agent.approval)
 ]
 
-StopReason = Literal["answered", "iteration_limit", "timeout", "model_error"]
+StopReason = Literal[
+    "answered",
+    "iteration_limit",
+    "timeout",
+    "model_error",
+    "awaiting_approval",  # paused before calls a person must approve (sleuth.agent.approval)
+]
+Verdict = Literal[
+    "approved",  # a person with the approve grant approved
+    "rejected",  # a person rejected (with a reason)
+    "expired",  # nobody decided within the tool's approval.timeoutSeconds
+    "refused",  # nobody could decide: no approve grant, too many pending, the agent stopped
+]
 
 
 class _Record(BaseModel):
@@ -91,6 +104,29 @@ class ToolStep(_Record):
 Step = Annotated[ModelStep | ToolStep, Field(discriminator="kind")]
 
 
+class PendingCall(_Record):
+    """A call that waits for a person, and why."""
+
+    id: str
+    tool: str
+    arguments: dict[str, Any]
+    why: str = Field(description="The rule that paused it (tools[].approval).")
+
+
+class ApprovalRecord(_Record):
+    """One decision on the calls of one paused turn: who, what, when."""
+
+    id: str = Field(description="The approval's id (apr_...), or the A2A task's id.")
+    calls: list[PendingCall]
+    decision: Verdict
+    by: str | None = Field(default=None, description="The caller who decided (its name).")
+    subject: str | None = Field(default=None, description="Its key id or token subject.")
+    reason: str = ""
+    requested_at: str = Field(description="When the run paused (UTC, ISO 8601).")
+    decided_at: str = Field(description="When the decision was taken (UTC, ISO 8601).")
+    waited_ms: float
+
+
 class Trace(_Record):
     """The whole run."""
 
@@ -117,6 +153,9 @@ class Trace(_Record):
     degraded: bool = Field(
         default=False,
         description="True when the model server failed and the deterministic router answered.",
+    )
+    approvals: list[ApprovalRecord] = Field(
+        default_factory=list, description="Decisions on calls a person had to approve."
     )
 
     def model_steps(self) -> list[ModelStep]:

@@ -19,6 +19,16 @@ Secret) or the token's ``sub``. Tool calls carry their arguments as the model se
 SQL text and its parameters, the search query — and how many ``rows`` (sql_query) or ``results``
 (vector_search, web_search) came back, never the rows themselves.
 
+Calls that wait for a person (:mod:`sleuth.agent.approval`) leave one record when the run
+pauses and one per decision, under the caller who started the run::
+
+    {"audit": "sleuth.agent/v1", ..., "caller": "portal", "endpoint": "a2a",
+     "outcome": "approval_requested",          # or approval_approved, approval_rejected,
+     "approval": {"id": "<task id or apr_...>", # approval_expired, approval_refused
+                  "calls": [{"tool": "web_search", "arguments": {"query": "..."},
+                             "why": "its arguments carry '47', ..."}],
+                  "by": "portal", "bySubject": "key-1", "reason": "...", "waitedMs": 5123.4}}
+
 Never in a record: a credential (the ``Authorization`` header is read by
 :mod:`sleuth.agent.access.identity` only), a key, a token.
 """
@@ -33,7 +43,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sleuth.agent.access.caller import Caller
-from sleuth.agent.trace import ToolCallRecord, Trace
+from sleuth.agent.trace import ApprovalRecord, PendingCall, ToolCallRecord, Trace
 from sleuth.core.api.access_config import QuestionAudit
 
 SCHEMA = "sleuth.agent/v1"
@@ -131,6 +141,31 @@ class AuditLog:
             "ms": round(trace.total_ms, 1),
             "traceId": trace_id,
         }
+        self._write(record)
+
+    def approval(
+        self,
+        caller: Caller,
+        endpoint: str,
+        approval_id: str,
+        calls: list[PendingCall],
+        decision: ApprovalRecord | None = None,
+    ) -> None:
+        """A run paused before ``calls`` (``decision`` None), or a decision on them."""
+        outcome = "approval_requested" if decision is None else f"approval_{decision.decision}"
+        record = self._base(caller, endpoint, outcome)
+        entry: dict[str, Any] = {
+            "id": approval_id,
+            "calls": [{"tool": c.tool, "arguments": c.arguments, "why": c.why} for c in calls],
+        }
+        if decision is not None:
+            entry |= {
+                "by": decision.by,
+                "bySubject": decision.subject,
+                "reason": decision.reason,
+                "waitedMs": round(decision.waited_ms, 1),
+            }
+        record["approval"] = entry
         self._write(record)
 
     def _write(self, record: dict[str, Any]) -> None:

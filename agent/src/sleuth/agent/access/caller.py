@@ -22,10 +22,11 @@ class Caller:
     subject: str  # the key's id (file name) or the token's `sub`: never a secret
     trace: bool = False
     evaluation: bool = False
+    approve: bool = False  # decides the calls its own runs wait to have approved
 
     @classmethod
     def local(cls) -> Caller:
-        return cls(LOCAL, "local", LOCAL, trace=True, evaluation=True)
+        return cls(LOCAL, "local", LOCAL, trace=True, evaluation=True, approve=True)
 
 
 def caller_of_scope(scope: Scope) -> Caller:

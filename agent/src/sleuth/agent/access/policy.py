@@ -38,6 +38,7 @@ class Policy:
             subject,
             trace="trace" in config.grants,
             evaluation="evaluation" in config.grants,
+            approve="approve" in config.grants,
         )
 
     def by_key(self, key: KeyMatch) -> Caller | None:

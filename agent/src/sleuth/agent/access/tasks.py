@@ -131,6 +131,23 @@ class BoundedTaskStore(TaskStore):
             await self._expire()
         return await self.inner.list(params, context)
 
+    async def update(self, owner: str, task_id: str, change: Callable[[Task], bool]) -> bool:
+        """Change ``owner``'s stored task ``task_id`` outside any request (``change`` says
+        whether it changed anything): how a task waiting for input ends when nobody answers.
+        False when the task is gone or unchanged."""
+        async with self._lock:
+            entry = self._entries.get((owner, task_id))
+            if entry is None:
+                return False
+            context = entry[1]
+            task = await self.inner.get(task_id, context)
+            if task is None or not change(task):
+                return False
+            await self.inner.save(task, context)
+            self._entries[(owner, task_id)] = (self.clock(), context)
+            self._entries.move_to_end((owner, task_id))
+            return True
+
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         async with self._lock:
             self._entries.pop((_owner(context), task_id), None)

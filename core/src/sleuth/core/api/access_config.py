@@ -30,7 +30,10 @@ Example::
       audit: {question: digest}
 
 Grants: ``trace`` — the answer carries the trace (tool calls with their raw output); ``evaluation``
-— the eval header (``X-Sleuth-Eval``) is honoured (the request is kept out of online sampling).
+— the eval header (``X-Sleuth-Eval``) is honoured (the request is kept out of online sampling);
+``approve`` — the caller decides the tool calls its own runs wait to have approved
+(``tools[].approval``; :mod:`sleuth.agent.approval`). A caller without it gets such calls refused
+at once. The local caller (no ``access``) holds every grant.
 """
 
 from __future__ import annotations
@@ -134,7 +137,8 @@ class CallerConfig(_Model):
     grants: Grants = Field(
         default_factory=list,
         description="`trace`: the trace (raw tool output) in answers; `evaluation`: the eval "
-        "header is honoured.",
+        "header is honoured; `approve`: it decides the tool calls its own runs wait to have "
+        "approved (tools[].approval).",
     )
 
     @model_validator(mode="after")

@@ -76,6 +76,7 @@ from sleuth.core.api.fields import (
     ToolTimeoutSeconds,
 )
 from sleuth.core.api.v1alpha1.agentdeployment import A2ASpec
+from sleuth.core.api.v1alpha1.approval import ApprovalSpec
 from sleuth.core.api.v1alpha1.limits import AgentLimitsSpec
 from sleuth.core.api.v1alpha1.onlineeval import EmbeddingsChoice, OnlineEvalSettings
 
@@ -184,6 +185,21 @@ class ToolConfig(_Model):
         "toolCacheTTLSeconds.",
     )
 
+    approval: ApprovalSpec | None = Field(
+        default=None,
+        description="A person approves a call before it runs (the ToolBinding's spec.approval): "
+        "always, or when a rule matches.",
+    )
+
+    @model_validator(mode="after")
+    def _approval_fits_the_tool(self) -> ToolConfig:
+        match = self.approval.match if self.approval is not None else None
+        if match is not None and match.tables and self.type not in ("sql_query", "custom"):
+            raise ValueError(
+                f"tools[{self.name}].approval.match.tables is only for sql_query tools"
+            )
+        return self
+
     @model_validator(mode="after")
     def _endpoint_or_factory(self) -> ToolConfig:
         if self.endpoint is not None and self.factory is not None:
@@ -269,6 +285,21 @@ class A2AConfig(A2ASpec):
     )
 
 
+class ApprovalsConfig(_Model):
+    """How many runs may wait for a person's approval at once (per replica, in memory)."""
+
+    max_pending_per_caller: int = Field(
+        default=8,
+        ge=1,
+        le=1000,
+        description="Paused runs one caller may have; beyond it a call that needs approval is "
+        "refused at once (the model is told, and answers with what it has).",
+    )
+    max_pending: int = Field(
+        default=256, ge=1, le=100000, description="Paused runs of all callers together."
+    )
+
+
 class AgentConfig(_Model):
     """The whole configuration file of one agent service."""
 
@@ -328,6 +359,10 @@ class AgentConfig(_Model):
         description="Who may call the agent and what each caller may see (default deny; "
         "sleuth.core.api.access_config). Absent: `sleuth agent` listens on loopback only.",
     )
+    approvals: ApprovalsConfig = Field(
+        default_factory=ApprovalsConfig,
+        description="Bounds on runs waiting for a person's approval (tools[].approval).",
+    )
 
     @model_validator(mode="after")
     def _unique_tool_names(self) -> AgentConfig:
@@ -359,6 +394,7 @@ def load_agent_config(path: str | Path) -> AgentConfig:
 __all__ = [
     "MAX_ITERATIONS_LIMIT",
     "AgentConfig",
+    "ApprovalsConfig",
     "ModelEndpointConfig",
     "OnlineEvalConfig",
     "OnlineEvalEmbeddingsConfig",

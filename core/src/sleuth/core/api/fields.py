@@ -94,15 +94,21 @@ GUIDED_FORMAT_DESCRIPTION = (
 CALLER_NAME = r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$"
 CallerName = Annotated[str, Field(min_length=1, max_length=63, pattern=CALLER_NAME)]
 """A caller's name: the ``caller`` of audit records and metrics."""
-Grant = Literal["trace", "evaluation"]
-Grants = Annotated[list[Grant], Field(max_length=2)]
-"""What a caller sees beyond the answer: the trace; its eval header honoured."""
+Grant = Literal["trace", "evaluation", "approve"]
+Grants = Annotated[list[Grant], Field(max_length=3)]
+"""What a caller sees or may do beyond the answer: the trace; its eval header honoured; deciding
+the tool calls its own runs wait to have approved."""
+
+# Approval of tool calls (spec.approval of a ToolBinding, the file's tools[].approval).
+ApprovalTimeoutSeconds = Annotated[int, Field(ge=1, le=86400)]
+"""How long a call waits for a person's decision before it counts as refused."""
 QuestionAudit = Literal["full", "digest"]
 """The question in audit records: its text, or only its SHA-256."""
 
 __all__ = [
     "CALLER_NAME",
     "MAX_ITERATIONS",
+    "ApprovalTimeoutSeconds",
     "BoundToolType",
     "CacheTtlSeconds",
     "CallerName",

@@ -214,6 +214,25 @@ def check_sql(
     return CheckedQuery(sql=sql, tables=tuple(sorted(tables)), placeholders=count)
 
 
+def tables_read(sql: str) -> frozenset[str] | None:
+    """The tables a query reads, as PostgreSQL folds their names (``schema.name`` when written
+    so; WITH names left out), or None when it is no single SELECT the guard could read. For
+    rules that look at a query before it runs (the agent's approval rules); the guard itself
+    still decides whether it may run."""
+    try:
+        root = _parse_one(sql)
+    except SqlRejected:
+        return None
+    tables: set[str] = set()
+    for node in root.walk():
+        if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
+            continue
+        name, schema = _ident(node.this), _ident(node.args.get("db"))
+        if schema or not _is_cte_reference(node, name):
+            tables.add(f"{schema}.{name}" if schema else name)
+    return frozenset(tables)
+
+
 def _parse_one(sql: str) -> exp.Expression:
     dialect = Postgres()
     try:
@@ -391,4 +410,5 @@ __all__ = [
     "GuardPolicy",
     "SqlRejected",
     "check_sql",
+    "tables_read",
 ]

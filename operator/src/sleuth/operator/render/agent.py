@@ -170,6 +170,7 @@ def agent_config(
             endpoint=AnyHttpUrl(tool_endpoint(b.name, owner.namespace, settings)),
             timeout_seconds=b.spec.timeout_seconds,
             cache_ttl_seconds=b.spec.cache_ttl_seconds,
+            approval=b.spec.approval,
         )
         for b in sorted(bindings, key=lambda b: (b.spec.tool_name, b.name))
     ]

@@ -96,7 +96,8 @@ def tool_config(spec: ToolBindingSpec) -> dict[str, Any]:
     config = spec.to_wire()
     config["name"] = spec.tool_name
     config["description"] = tool_description(spec)
-    for unused in ("replicas", "image", "resources"):
+    # approval: the agent's business (a decision is taken before the call reaches the service)
+    for unused in ("replicas", "image", "resources", "approval"):
         config.pop(unused, None)
     return config
 

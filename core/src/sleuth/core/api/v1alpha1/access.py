@@ -98,9 +98,11 @@ class AccessCaller(SpecModel):
     token: TokenCaller | None = Field(default=None, description="JWTs of one of issuers.")
     grants: Grants | None = Field(
         default=None,
-        description="What the caller may see besides the answer: trace (the trace, with the "
-        "tools' raw output) and evaluation (its X-Sleuth-Eval header keeps its requests out of "
-        "online sampling). Default: none.",
+        description="What the caller may see or do besides asking: trace (the trace, with the "
+        "tools' raw output), evaluation (its X-Sleuth-Eval header keeps its requests out of "
+        "online sampling) and approve (it decides the tool calls its own runs wait to have "
+        "approved, spec.approval of a ToolBinding; without it such a call is refused at once). "
+        "Default: none.",
     )
 
     @model_validator(mode="after")

@@ -18,6 +18,7 @@ from sleuth.core.api.fields import (
     ToolName,
     ToolTimeoutSeconds,
 )
+from sleuth.core.api.v1alpha1.approval import ApprovalSpec, approval_rules, tables_rule_message
 from sleuth.core.api.v1alpha1.common import (
     LocalObjectRef,
     Resources,
@@ -415,7 +416,9 @@ class ToolBindingSpec(SpecModel):
     """Desired state of a ToolBinding."""
 
     model_config = ConfigDict(
-        json_schema_extra={"x-kubernetes-validations": [*_type_rules(), _EMBEDDED_REPLICAS]}
+        json_schema_extra={
+            "x-kubernetes-validations": [*_type_rules(), _EMBEDDED_REPLICAS, *approval_rules()]
+        }
     )
 
     agent_ref: LocalObjectRef = Field(
@@ -472,6 +475,13 @@ class ToolBindingSpec(SpecModel):
     web_search: WebSearchSpec | None = Field(
         default=None, description="Settings of a web_search tool."
     )
+    approval: ApprovalSpec | None = Field(
+        default=None,
+        description="A person approves a call before the tool runs: always, or when a rule "
+        "matches. The run pauses (A2A: input-required; the OpenAI API: an answer saying how to "
+        "approve); only the caller who started it may decide, and only with the approve grant "
+        "(spec.agent.access.callers[].grants). Omit: calls run as the model makes them.",
+    )
 
     @model_validator(mode="after")
     def _settings_match_type(self) -> ToolBindingSpec:
@@ -487,6 +497,23 @@ class ToolBindingSpec(SpecModel):
     def _embedded_single_replica(self) -> ToolBindingSpec:
         if self.vector_search and self.vector_search.embedded and self.replicas > 1:
             raise ValueError(str(_EMBEDDED_REPLICAS["message"]))
+        return self
+
+    @model_validator(mode="after")
+    def _approval_fits_the_tool(self) -> ToolBindingSpec:
+        match = self.approval.match if self.approval is not None else None
+        if match is None or not match.tables:
+            return self
+        wrong_type = tables_rule_message(self.type)
+        if wrong_type is not None:
+            raise ValueError(wrong_type)
+        allowed = set(self.sql_query.allowed_tables if self.sql_query else ())
+        unknown = [t for t in match.tables if t not in allowed]
+        if unknown:
+            raise ValueError(
+                f"spec.approval.match.tables: {', '.join(unknown)} not in "
+                "spec.sqlQuery.allowedTables (a call could never read it)"
+            )
         return self
 
     @property
