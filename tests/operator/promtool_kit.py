@@ -23,6 +23,8 @@ BASE: dict[str, Any] = {
     "schedule": "0 3 * * *",
     "dataset": {"configMapRef": {"name": "golden", "key": "golden.jsonl"}},
     "metrics": [a.metric for a in SCORE_ALERTS],
+    # every alert's metric, TSA included: it is scored on the team's own cases
+    "toolSelection": {"configMapRef": {"name": "team-tsa", "key": "tsa.jsonl"}},
 }
 SPECS: dict[str, dict[str, Any]] = {
     "seed-defaults": {},
