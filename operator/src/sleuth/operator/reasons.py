@@ -40,6 +40,11 @@ REASONS: dict[str, str] = {
     "ModelEndpointUnknown": "Ready=False, Degraded=True: the agent's model endpoint is unknown",
     "EvalAccessForbidden": "Ready=False, Degraded=True: the eval pods' RBAC was refused",
     "PrometheusRuleUnsupported": "Degraded=True: PrometheusRule is not served here",
+    "ScaledToZero": "ModelScaledToZero=True: the model server sleeps at zero replicas; a "
+    "request wakes it",
+    "ModelAwake": "ModelScaledToZero=False: the autoscaled model server has replicas",
+    "KedaAbsent": "ModelScaledToZero=False: the chart's autoscaling.engine is hpa, so the model "
+    "server is not autoscaled",
 }
 
 __all__ = ["REASONS"]

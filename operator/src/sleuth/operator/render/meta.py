@@ -14,6 +14,8 @@ from sleuth.core.api.v1alpha1.common import API_VERSION, Resources
 from sleuth.operator.render.tracing import TracingDefaults
 
 Component = Literal["model", "agent", "tool", "eval"]
+Autoscaler = Literal["keda", "hpa"]  # the chart's autoscaling.engine (render/autoscale.py)
+DEFAULT_PROMETHEUS_ADDRESS = "http://prometheus-operated.monitoring.svc:9090"
 
 MANAGED_BY = "sleuth-operator"
 PART_OF = "sleuth"
@@ -81,6 +83,10 @@ class RenderSettings:
     # Where specs may point and what they may run (the chart's admission values, operator flags
     # --allowed-*); the operator's own images are always allowed (sleuth.operator.guard).
     allowlists: Allowlists = field(default_factory=Allowlists)
+    # What scales the autoscaled Deployments (the chart's autoscaling values): KEDA, whose
+    # ScaledObjects query the Prometheus at prometheus_address, or a plain HPA (agents only).
+    autoscaler: Autoscaler = "keda"
+    prometheus_address: str = DEFAULT_PROMETHEUS_ADDRESS
 
 
 def place_workload(pod_spec: Manifest, settings: RenderSettings) -> Manifest:
@@ -223,9 +229,11 @@ def http_probe(path: str, port: str, period: int, failures: int, timeout: int = 
 __all__ = [
     "AGENT_LABEL",
     "CONFIG_HASH_ANNOTATION",
+    "DEFAULT_PROMETHEUS_ADDRESS",
     "DEFAULT_RUNBOOK_BASE_URL",
     "DEFAULT_SLEUTH_IMAGE",
     "MANAGED_BY",
+    "Autoscaler",
     "Component",
     "Manifest",
     "Owner",
@@ -247,7 +255,7 @@ def configured_workload(
     name: str,
     meta: Manifest,
     *,
-    replicas: int,
+    replicas: int | None,
     selector: dict[str, str],
     pod_labels: dict[str, str],
     config_data: Any,
@@ -295,6 +303,8 @@ def configured_workload(
             },
         },
     }
+    if replicas is None:  # a scaler owns them (render/autoscale.py)
+        del deployment["spec"]["replicas"]
     service: Manifest = {
         "apiVersion": "v1",
         "kind": "Service",
