@@ -15,9 +15,8 @@ import pytest
 
 from sleuth.core.names import AGENT_WAITING_FOR_MODEL
 from sleuth.core.process import free_port
-from sleuth.scripted import Scenario, ScriptedResponse
+from sleuth.scripted import Scenario, ScriptedProcess, ScriptedResponse
 from tests.agent.agent_process import AgentProcess
-from tests.support.scripted_process import ScriptedProcess
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +44,7 @@ def test_a_request_waits_for_the_sleeping_model_server_and_its_answer(tmp_path: 
         # The wake signal: the request waits, counted where the ScaledObject's trigger reads.
         agent.wait_for(AGENT_WAITING_FOR_MODEL, 1, timeout_s=20, agent="waker")
         assert not answers, "the request did not wait for the model server"
-        with ScriptedProcess(port, scenario.model_dump(mode="json", by_alias=True), tmp_path):
+        with ScriptedProcess(scenario, port):
             asking.join(60)
             assert not asking.is_alive()
         (response,) = answers

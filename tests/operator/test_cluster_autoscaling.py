@@ -75,9 +75,11 @@ def test_scaled_objects_own_the_replicas_and_the_status_follows_them(
         kube.kubectl("scale", "-n", namespace, "deployment/contracts-model", "--replicas=0")
         kube.kubectl("scale", "-n", namespace, "deployment/contracts-agent", "--replicas=3")
         status = eventually(
-            lambda: (s := _status(kube, namespace)).get("modelDesiredReplicas") == 0
-            and s.get("agentDesiredReplicas") == 3
-            and s,
+            lambda: (
+                (s := _status(kube, namespace)).get("modelDesiredReplicas") == 0
+                and s.get("agentDesiredReplicas") == 3
+                and s
+            ),
             what="the status to show the scaled replicas",
         )
         asleep = _condition(status, "ModelScaledToZero")
@@ -101,7 +103,7 @@ def test_scaled_objects_own_the_replicas_and_the_status_follows_them(
         assert deployments == {"contracts-model": 0, "contracts-agent": 3}
 
         columns = kube.kubectl("get", "agentdeployments", "-n", namespace).stdout
-        header, row = columns.splitlines()[:2]
+        header = columns.splitlines()[0]
         assert "MODEL REPLICAS" in header
         assert "AGENT REPLICAS" in header
         wide = kube.kubectl("get", "agentdeployments", "-n", namespace, "-o", "wide").stdout
@@ -110,9 +112,11 @@ def test_scaled_objects_own_the_replicas_and_the_status_follows_them(
         # Awake again.
         kube.kubectl("scale", "-n", namespace, "deployment/contracts-model", "--replicas=1")
         awake = eventually(
-            lambda: (c := _condition(_status(kube, namespace), "ModelScaledToZero"))["status"]
-            == "False"
-            and c,
+            lambda: (
+                (c := _condition(_status(kube, namespace), "ModelScaledToZero"))["status"]
+                == "False"
+                and c
+            ),
             what="ModelScaledToZero=False once the model server has a replica",
         )
         assert awake["reason"] == "ModelAwake"
@@ -127,8 +131,10 @@ def test_scaled_objects_own_the_replicas_and_the_status_follows_them(
             "--type=json", "-p", json.dumps(patch),
         )  # fmt: skip
         eventually(
-            lambda: not get(kube, namespace, "scaledobject/contracts-model")
-            and not get(kube, namespace, "scaledobject/contracts-agent"),
+            lambda: (
+                not get(kube, namespace, "scaledobject/contracts-model")
+                and not get(kube, namespace, "scaledobject/contracts-agent")
+            ),
             what="the ScaledObjects pruned",
         )
         eventually(
@@ -166,6 +172,9 @@ def test_without_keda_the_agent_gets_an_hpa_and_the_model_server_stays_up(
         )
         cond = _condition(status, "ModelScaledToZero")
         assert (cond["status"], cond["reason"]) == ("False", "KedaAbsent")
-        assert yaml.safe_load(
-            get(kube, namespace, "configmap/contracts-agent")["data"]["config.yaml"]
-        )["model"].get("wakeWaitSeconds") is None
+        assert (
+            yaml.safe_load(
+                get(kube, namespace, "configmap/contracts-agent")["data"]["config.yaml"]
+            )["model"].get("wakeWaitSeconds")
+            is None
+        )

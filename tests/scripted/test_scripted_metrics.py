@@ -5,17 +5,15 @@ server's autoscaler reads), as a real process answering real HTTP."""
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import httpx
 import pytest
 
 from sleuth.core.names import VLLM_REQUESTS_RUNNING, VLLM_REQUESTS_WAITING
 from sleuth.core.process import free_port
-from sleuth.scripted import Scenario, ScriptedResponse
+from sleuth.scripted import Scenario, ScriptedProcess, ScriptedResponse
 from tests.support.metrics import scrape
 from tests.support.polling import eventually
-from tests.support.scripted_process import ScriptedProcess
 
 pytestmark = pytest.mark.integration
 
@@ -28,17 +26,22 @@ def _queue(port: int) -> tuple[float | None, float | None]:
     return samples.get((VLLM_REQUESTS_RUNNING, label)), samples.get((VLLM_REQUESTS_WAITING, label))
 
 
-def test_requests_beyond_max_num_seqs_wait_and_are_counted(tmp_path: Path) -> None:
+def test_requests_beyond_max_num_seqs_wait_and_are_counted() -> None:
     port = free_port()
-    scenario = SLOW.model_dump(mode="json", by_alias=True)
-    with ScriptedProcess(port, scenario, tmp_path, "--max-num-seqs", "1") as server:
+    with ScriptedProcess(SLOW, port, "--max-num-seqs", "1") as server:
         assert _queue(port) == (0.0, 0.0)
         codes: list[int] = []
 
         def ask(stream: bool) -> None:
-            body = {"model": "queued", "stream": stream, "messages": [{"role": "user", "content": "q"}]}
+            body = {
+                "model": "queued",
+                "stream": stream,
+                "messages": [{"role": "user", "content": "q"}],
+            }
             with httpx.Client(timeout=30) as client:
-                codes.append(client.post(f"{server.url}/v1/chat/completions", json=body).status_code)
+                codes.append(
+                    client.post(f"{server.base_url}/v1/chat/completions", json=body).status_code
+                )
 
         threads = [threading.Thread(target=ask, args=(i % 2 == 0,)) for i in range(3)]
         for t in threads:
@@ -55,10 +58,9 @@ def test_requests_beyond_max_num_seqs_wait_and_are_counted(tmp_path: Path) -> No
         assert _queue(port) == (0.0, 0.0)
 
 
-def test_metrics_are_open_like_vllms_even_with_an_api_key(tmp_path: Path) -> None:
+def test_metrics_are_open_like_vllms_even_with_an_api_key() -> None:
     port = free_port()
-    scenario = SLOW.model_dump(mode="json", by_alias=True)
-    with ScriptedProcess(port, scenario, tmp_path, "--api-key", "k"):
+    with ScriptedProcess(SLOW, port, "--api-key", "k"):
         text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
         assert "# TYPE vllm:num_requests_waiting gauge" in text
         assert httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=10).status_code == 401

@@ -156,7 +156,7 @@ class Resources(SpecModel):
         return self
 
 
-ConditionType = Literal["Ready", "Progressing", "Degraded"]
+ConditionType = Literal["Ready", "Progressing", "Degraded", "ModelScaledToZero"]
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 
@@ -165,7 +165,8 @@ class Condition(SpecModel):
 
     type: ConditionType = Field(
         description="Ready: everything it made serves. Progressing: a rollout is under way. "
-        "Degraded: something it needs is missing or failing."
+        "Degraded: something it needs is missing or failing. ModelScaledToZero (an "
+        "AgentDeployment with spec.model.autoscaling): its model server sleeps at zero replicas."
     )
     status: ConditionStatus = Field(description="True, False or Unknown.")
     reason: str = Field(
