@@ -43,8 +43,13 @@ def _condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 def _replicas_owners(kube: Any, namespace: str, deployment: str) -> list[str]:
-    """The field managers that own the Deployment's spec.replicas."""
-    obj = get(kube, namespace, f"deployment/{deployment}")
+    """The field managers that own the Deployment's spec.replicas (none at all would be a
+    Deployment without managedFields: refused, so that the check cannot pass vacuously)."""
+    out = kube.kubectl(
+        "get", f"deployment/{deployment}", "-n", namespace, "-o", "json", "--show-managed-fields"
+    )
+    obj = json.loads(out.stdout)
+    assert obj["metadata"].get("managedFields"), "no managedFields to read"
     return [
         m["manager"]
         for m in obj["metadata"].get("managedFields") or []
