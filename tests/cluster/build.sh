@@ -146,13 +146,15 @@ keda_module_dir() {  # where the Go module cache holds KEDA's source (its CRDs, 
 
 keda_crds() {
   # KEDA's CRDs (ScaledObject, ...) as its module ships them: what the operator's ScaledObjects
-  # are checked against in the test cluster.
+  # are checked against in the test cluster, and what KEDA's operator watches when it runs there.
   local out="$cache/crds/keda-$KEDA_VERSION"
-  if [[ -f "$out/keda.sh_scaledobjects.yaml" ]]; then echo "$out"; return; fi
+  if [[ -f "$out/keda.sh_scaledobjects.yaml" && -f "$out/eventing.keda.sh_cloudeventsources.yaml" ]]; then
+    echo "$out"; return
+  fi
   log "fetching KEDA $KEDA_VERSION CRDs from its module"
   local dir; dir="$(keda_module_dir)"
   rm -rf "$out"; mkdir -p "$out"
-  cp "$dir"/config/crd/bases/keda.sh_*.yaml "$out/"
+  cp "$dir"/config/crd/bases/*.yaml "$out/"
   chmod -R u+w "$out"
   echo "$out"
 }

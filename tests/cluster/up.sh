@@ -141,8 +141,8 @@ kubectl apply --server-side -f "$crds/monitoring.coreos.com_prometheusrules.yaml
   -f "$crds/monitoring.coreos.com_servicemonitors.yaml" -f "$crds/monitoring.coreos.com_podmonitors.yaml" >/dev/null
 kubectl wait --for=condition=Established --timeout=60s \
   crd/prometheusrules.monitoring.coreos.com crd/servicemonitors.monitoring.coreos.com >/dev/null
-log "installing KEDA $KEDA_VERSION's ScaledObject CRD (its module's; the operator renders them)"
-kubectl apply --server-side -f "$cache/crds/keda-$KEDA_VERSION/keda.sh_scaledobjects.yaml" >/dev/null
+log "installing KEDA $KEDA_VERSION's CRDs (its module's: the operator renders ScaledObjects)"
+kubectl apply --server-side -f "$cache/crds/keda-$KEDA_VERSION/" >/dev/null
 kubectl wait --for=condition=Established --timeout=60s crd/scaledobjects.keda.sh >/dev/null
 kubectl wait --for=condition=Ready --timeout=$((60 + (h100 + cpu) / 2))s node --all >/dev/null
 # The default ServiceAccount appears once kube-controller-manager runs.
