@@ -5,7 +5,7 @@ writes nothing), reports the replicas and ``ModelScaledToZero`` in the status an
 ``kubectl get``; without KEDA the agent gets an autoscaling/v2 HPA.
 
 The scaler itself is played here by ``kubectl scale`` (the scale subresource KEDA and the HPA
-write through); KEDA's own run is tests/e2e/test_scale_to_zero.py.
+write through); KEDA's own run is tests/operator/test_cluster_keda.py.
 """
 
 from __future__ import annotations

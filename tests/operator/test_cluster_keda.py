@@ -3,7 +3,8 @@
 suite's real Prometheus scraping a real ``sleuth agent`` and the scripted model server, the
 ScaledObject the operator rendered. A request to the agent while the model server is at zero
 replicas is counted in the agent's waiting-for-model series; KEDA reads it through Prometheus and
-scales the model Deployment 0 → 1; the request is answered by the model (a 200, never a failure);
+scales the model Deployment 0 → 1; every request of a bounded load sent meanwhile is answered by the
+model (a 200, never a failure);
 after the cooldown KEDA scales it back to 0 and the status says so.
 
 The model server's pod is simulated (kwok): the scripted server is started on the address the
@@ -42,6 +43,7 @@ VERSIONS = dict(
 )
 KEDA = CACHE / "bin" / f"keda-{VERSIONS['KEDA_VERSION']}" / "keda-operator"
 ANSWER = "the model's own answer, once awake"
+LOAD = 6
 
 pytestmark = [
     pytest.mark.cluster,
@@ -150,17 +152,22 @@ def test_keda_wakes_the_model_server_for_a_request_and_puts_it_back_to_sleep(
             eventually(lambda: _replicas(kube, namespace) == 0, 120, "KEDA: asleep at zero")
             eventually(lambda: _asleep(kube, namespace) == "True", 60, "ModelScaledToZero=True")
 
+            # A bounded load: LOAD requests at once, all while the model server sleeps.
             answers: list[httpx.Response] = []
-            asking = threading.Thread(target=lambda: answers.append(agent.ask("what changed?")))
-            asking.start()
+            asking = [
+                threading.Thread(target=lambda: answers.append(agent.ask("what changed?")))
+                for _ in range(LOAD)
+            ]
+            for thread in asking:
+                thread.start()
             eventually(lambda: (_replicas(kube, namespace) or 0) >= 1, 90, "KEDA: woken, 0 -> 1")
             scenario = Scenario(fallback=ScriptedResponse(content=ANSWER))
             with ScriptedProcess(scenario, model_port):  # the pod KEDA's replica stands for
-                asking.join(60)
-                assert not asking.is_alive()
-                (response,) = answers
-                assert response.status_code == 200, response.text
-                assert response.json()["answer"] == ANSWER
+                for thread in asking:
+                    thread.join(60)
+                    assert not thread.is_alive()
+                assert [r.status_code for r in answers] == [200] * LOAD, [r.text for r in answers]
+                assert {r.json()["answer"] for r in answers} == {ANSWER}
                 # Idle again: the wake signal (held 30 s) and the cooldown pass, then 1 -> 0.
                 eventually(lambda: _replicas(kube, namespace) == 0, 120, "KEDA: back to 0")
             eventually(lambda: _asleep(kube, namespace) == "True", 60, "ModelScaledToZero=True")
