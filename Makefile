@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: help setup runtime venv bins promtool node-packages local-model local-model-small test lint demo cluster-up cluster-up-real-node cluster-down crds bench clean images push
+.PHONY: help setup runtime venv bins keda promtool node-packages local-model local-model-small test lint demo cluster-up cluster-up-real-node cluster-down crds bench clean images push
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -45,6 +45,9 @@ $(VENV)/.installed: $(VENV)/.runtime
 
 bins:  ## build the test control plane's binaries into ~/.cache/sleuth (cached by version)
 	tests/cluster/build.sh >/dev/null
+
+keda:  ## KEDA's operator and metrics apiserver for tests/operator/test_cluster_keda.py (about 21 min cold)
+	tests/cluster/build.sh keda >/dev/null
 
 promtool:  ## Prometheus (server, for tests/operator/test_cluster_prometheus.py) and promtool from Debian's package
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { apt-get update -qq && \

@@ -6,6 +6,8 @@
 #   tests/cluster/build.sh jaeger     # only the trace backend (tests/support/jaeger.py)
 #   tests/cluster/build.sh kube-network-policies   # only the real node's NetworkPolicy enforcer
 #   tests/cluster/build.sh registry   # only the local OCI registry of the push test (on demand)
+#   tests/cluster/build.sh keda       # KEDA's operator and metrics apiserver (not built by default)
+#   tests/cluster/build.sh keda-crds  # only KEDA's CRDs, from its module
 #
 # Output folder: ${SLEUTH_CACHE:-~/.cache/sleuth}/bin/<component>-<version>/
 set -euo pipefail
@@ -187,6 +189,52 @@ GO
   echo "$out"
 }
 
+keda_module_dir() {  # where the Go module cache holds KEDA's source (its CRDs, its go.mod)
+  go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p'
+}
+
+keda_crds() {
+  # KEDA's CRDs (ScaledObject, ...) as its module ships them: what the operator's ScaledObjects
+  # are checked against in the test cluster, and what KEDA's operator watches when it runs there.
+  local out="$cache/crds/keda-$KEDA_VERSION"
+  if [[ -f "$out/keda.sh_scaledobjects.yaml" && -f "$out/eventing.keda.sh_cloudeventsources.yaml" ]]; then
+    echo "$out"; return
+  fi
+  log "fetching KEDA $KEDA_VERSION CRDs from its module"
+  local dir; dir="$(keda_module_dir)"
+  rm -rf "$out"; mkdir -p "$out"
+  cp "$dir"/config/crd/bases/*.yaml "$out/"
+  chmod -R u+w "$out"
+  echo "$out"
+}
+
+build_keda() {
+  # KEDA's operator and metrics apiserver (cmd/operator, cmd/adapter), built like jaeger: as tools
+  # of a throwaway module that repeats the module's single-line replace directives.
+  local out="$cache/bin/keda-$KEDA_VERSION"
+  if [[ -x "$out/keda-operator" && -x "$out/keda-adapter" ]]; then echo "$out"; return; fi
+  log "building KEDA $KEDA_VERSION (operator, metrics apiserver)"
+  local work="$cache/src/keda-$KEDA_VERSION"
+  rm -rf "$work"; mkdir -p "$work" "$out.tmp"
+  (
+    cd "$work"
+    local mod; mod="$(go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')"
+    {
+      echo "module sleuth.local/kedabuild"
+      sed -n 's/^go \([0-9.]*\)$/go \1/p' "$mod"
+      echo "require github.com/kedacore/keda/v2 $KEDA_VERSION"
+      grep '^replace .* => ' "$mod" || true
+      echo "tool github.com/kedacore/keda/v2/cmd/operator"
+      echo "tool github.com/kedacore/keda/v2/cmd/adapter"
+    } > go.mod
+    go mod tidy >&2
+    go build -trimpath -ldflags "-s -w" -o "$out.tmp/keda-operator" github.com/kedacore/keda/v2/cmd/operator >&2
+    go build -trimpath -ldflags "-s -w" -o "$out.tmp/keda-adapter" github.com/kedacore/keda/v2/cmd/adapter >&2
+  )
+  rm -rf "$out"; mv "$out.tmp" "$out"
+  echo "$out"
+}
+
 prometheus_operator_crds() {
   local out="$cache/crds/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
   if [[ -f "$out/monitoring.coreos.com_prometheusrules.yaml" ]]; then echo "$out"; return; fi
@@ -204,6 +252,8 @@ main() {
   if [[ "${1:-}" == jaeger ]]; then build_jaeger; return; fi
   if [[ "${1:-}" == kube-network-policies ]]; then build_kube_network_policies; return; fi
   if [[ "${1:-}" == registry ]]; then build_registry; return; fi
+  if [[ "${1:-}" == keda ]]; then build_keda; return; fi
+  if [[ "${1:-}" == keda-crds ]]; then keda_crds; return; fi
   local dirs=()
   dirs+=("$(build_etcd)")
   dirs+=("$(go_install kwok "$KWOK_VERSION" "" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl)")
@@ -219,6 +269,7 @@ main() {
   # The real node's NetworkPolicy enforcer (tests/cluster/netpol.py).
   dirs+=("$(build_kube_network_policies)")
   prometheus_operator_crds >/dev/null
+  keda_crds >/dev/null
   mkdir -p "$cache/bin/current"
   for d in "${dirs[@]}"; do
     for f in "$d"/*; do ln -sfn "$f" "$cache/bin/current/$(basename "$f")"; done

@@ -141,6 +141,15 @@ kubectl apply --server-side -f "$crds/monitoring.coreos.com_prometheusrules.yaml
   -f "$crds/monitoring.coreos.com_servicemonitors.yaml" -f "$crds/monitoring.coreos.com_podmonitors.yaml" >/dev/null
 kubectl wait --for=condition=Established --timeout=60s \
   crd/prometheusrules.monitoring.coreos.com crd/servicemonitors.monitoring.coreos.com >/dev/null
+log "installing KEDA $KEDA_VERSION's CRDs (its module's: the operator renders ScaledObjects)"
+kubectl apply --server-side -f "$cache/crds/keda-$KEDA_VERSION/" >/dev/null
+# Just created, a CRD may have no status yet, which `kubectl wait` reports as an error, not as "not
+# yet": ask again until it answers.
+for _ in $(seq 1 120); do
+  kubectl wait --for=condition=Established --timeout=60s crd/scaledobjects.keda.sh >/dev/null 2>&1 && break
+  sleep 0.5
+done
+kubectl wait --for=condition=Established --timeout=60s crd/scaledobjects.keda.sh >/dev/null
 kubectl wait --for=condition=Ready --timeout=$((60 + (h100 + cpu) / 2))s node --all >/dev/null
 # The default ServiceAccount appears once kube-controller-manager runs.
 for _ in $(seq 1 360); do  # up to 3 min: kube-controller-manager starts slowly under load

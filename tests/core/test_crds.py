@@ -92,7 +92,7 @@ def test_schema_is_structural_and_every_field_is_described(plural: str) -> None:
 def test_agentdeployment_columns_and_rules() -> None:
     version = _load("agentdeployments")["spec"]["versions"][0]
     names = [c["name"] for c in version["additionalPrinterColumns"]]
-    assert names[:4] == ["Ready", "Model", "GPUs", "Tools"]
+    assert names[:6] == ["Ready", "Model", "GPUs", "Model Replicas", "Agent Replicas", "Tools"]
     assert names[-1] == "Age"
     model = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["model"]
     rules = " ".join(r["rule"] for r in model["x-kubernetes-validations"])

@@ -221,6 +221,37 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         _agent(resources={"limits": {"gpux": 1}}),
         "spec.model.resources.limits",
     ),
+    # Autoscaling (issue 31): contradictions refused with the field named.
+    (
+        "model-autoscaling-min-above-max",
+        _agent(autoscaling={"minReplicas": 3, "maxReplicas": 2}),
+        "spec.model.autoscaling.minReplicas must not exceed",
+    ),
+    (
+        "agent-autoscaling-min-zero",
+        _with(AGENT, "spec.agent.autoscaling", {"minReplicas": 0}),
+        "spec.agent.autoscaling.minReplicas",
+    ),
+    (
+        "agent-autoscaling-min-above-max",
+        _with(AGENT, "spec.agent.autoscaling", {"minReplicas": 5, "maxReplicas": 4}),
+        "spec.agent.autoscaling.minReplicas must not exceed",
+    ),
+    (
+        "autoscaling-with-an-endpoint",
+        _with(_agent(**dict.fromkeys(SERVING), **ENDPOINT), "spec.model.autoscaling", {}),
+        "spec.model.autoscaling scales the model server sleuth runs",
+    ),
+    (
+        "model-replicas-and-autoscaling",
+        _agent(replicas=2, autoscaling={}),
+        "spec.model.replicas and spec.model.autoscaling",
+    ),
+    (
+        "wake-wait-beyond-the-request-timeout",
+        _agent(autoscaling={"wakeWaitSeconds": 60}),
+        "spec.model.autoscaling.wakeWaitSeconds must be less than",
+    ),
     ("cron-step-zero", _with(EVAL, "spec.schedule", "*/0 * * * *"), "spec.schedule"),
     ("alert-window-zero", _with(EVAL, "spec.alerts.window", "0m"), "spec.alerts.window"),
     (

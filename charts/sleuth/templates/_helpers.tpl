@@ -126,6 +126,14 @@ The RBAC rules of the operator inside a namespace: exactly the verbs it uses.
 - apiGroups: ["monitoring.coreos.com"]
   resources: ["prometheusrules"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["autoscaling"]
+  resources: ["horizontalpodautoscalers"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+{{- if eq .Values.autoscaling.engine "keda" }}
+- apiGroups: ["keda.sh"]
+  resources: ["scaledobjects"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+{{- end }}
 - apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]

@@ -18,6 +18,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 
 from sleuth.agent.trace import Trace
 from sleuth.core.names import (
+    AGENT_IN_FLIGHT,
     AGENT_ITERATIONS,
     AGENT_LABEL,
     AGENT_MODEL_TTFT_SECONDS,
@@ -26,6 +27,7 @@ from sleuth.core.names import (
     AGENT_REQUEST_SECONDS,
     AGENT_TOKENS,
     AGENT_TOOL_CALLS,
+    AGENT_WAITING_FOR_MODEL,
     ANSWER_RELEVANCY_SCORE,
     FAITHFULNESS_SCORE,
     SOURCE_LABEL,
@@ -164,8 +166,13 @@ class AgentMetrics:
             ["agent"],
             registry=r,
         )
-        self.in_flight = Gauge(
-            "sleuth_agent_requests_in_flight", "Requests being served.", ["agent"], registry=r
+        self.in_flight = Gauge(AGENT_IN_FLIGHT, "Requests being served.", ["agent"], registry=r)
+        self.waiting_for_model = Gauge(
+            AGENT_WAITING_FOR_MODEL,
+            "Requests that found the model server asleep (scaled to zero) and wait for it, each "
+            "counted for at least 30 s: the signal that wakes it.",
+            ["agent"],
+            registry=r,
         )
         self.online = OnlineEvalMetrics(agent, r)
 

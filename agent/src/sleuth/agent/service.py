@@ -52,8 +52,9 @@ from sleuth.agent.router import RouterModel
 from sleuth.agent.toolrun import BoundTool, ToolRunner
 from sleuth.agent.toolset import bind_tools
 from sleuth.agent.trace import Trace
+from sleuth.agent.wake import ModelWake, WakingModel
 from sleuth.core.api.agent_config import AgentConfig
-from sleuth.core.llm import OpenAIChatModel
+from sleuth.core.llm import ChatModel, OpenAIChatModel
 from sleuth.core.names import EVAL_HEADER
 from sleuth.core.tracing import Tracing, TracingSettings, current_trace_id, start_tracing
 
@@ -124,7 +125,12 @@ class AgentService:
         settings = LoopSettings.from_config(config)
         planner = config.planner
         router = Agent(RouterModel(), runner, settings)
-        self.agent = router if planner.mode == "router" else Agent(self.model, runner, settings)
+        model: ChatModel = self.model
+        wait = config.model.wake_wait_seconds
+        if wait is not None:  # the model server may sleep at zero replicas: wait, and wake it
+            gauge = self.metrics.waiting_for_model.labels(name)
+            model = WakingModel(self.model, ModelWake(self.model.ping, wait, gauge))
+        self.agent = router if planner.mode == "router" else Agent(model, runner, settings)
         self.fallback = router if planner.mode == "llm" and planner.fallback_to_router else None
         self.online_eval = OnlineEvaluator(config, self.metrics.online, tracer=self.tracing.tracer)
         self.desk = ApprovalDesk(

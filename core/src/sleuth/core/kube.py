@@ -113,6 +113,10 @@ ROLE = Resource("rbac.authorization.k8s.io/v1", "Role", "roles")
 ROLE_BINDING = Resource("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings")
 POD_DISRUPTION_BUDGET = Resource("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets")
 LEASE = Resource("coordination.k8s.io/v1", "Lease", "leases")
+HORIZONTAL_POD_AUTOSCALER = Resource(
+    "autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"
+)
+SCALED_OBJECT = Resource("keda.sh/v1alpha1", "ScaledObject", "scaledobjects")  # KEDA's
 POD = Resource("v1", "Pod", "pods")
 
 RESOURCES = {
@@ -135,6 +139,8 @@ RESOURCES = {
         POD_DISRUPTION_BUDGET,
         LEASE,
         POD,
+        HORIZONTAL_POD_AUTOSCALER,
+        SCALED_OBJECT,
     )
 }
 
@@ -411,6 +417,7 @@ __all__ = [
     "EVAL_SCHEDULE",
     "EVENT",
     "FIELD_MANAGER",
+    "HORIZONTAL_POD_AUTOSCALER",
     "LEASE",
     "NETWORK_POLICY",
     "POD",
@@ -418,6 +425,7 @@ __all__ = [
     "PROMETHEUS_RULE",
     "ROLE",
     "ROLE_BINDING",
+    "SCALED_OBJECT",
     "SECRET",
     "SERVICE",
     "SERVICE_ACCOUNT",

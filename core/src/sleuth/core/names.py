@@ -96,9 +96,22 @@ AGENT_MODEL_TTFT_SECONDS = "sleuth_agent_model_ttft_seconds"
 AGENT_TOKENS = "sleuth_agent_tokens_total"
 AGENT_ONLINE_EVAL_DROPPED = "sleuth_agent_online_eval_dropped_total"
 """Named by the AgentDeployment CRD's description of ``onlineEval.queueSize``."""
+AGENT_IN_FLIGHT = "sleuth_agent_requests_in_flight"
+"""Requests an agent replica serves now: what its autoscaler (``spec.agent.autoscaling``)
+scales on."""
+AGENT_WAITING_FOR_MODEL = "sleuth_agent_requests_waiting_for_model"
+"""Requests that found the model server asleep (scaled to zero, or not ready) and wait for it: the
+signal that wakes it (``spec.model.autoscaling``)."""
 TRACE_SPANS_DROPPED = "sleuth_trace_spans_dropped_total"
 """Spans the agent or a tool service never exported (label ``reason``: queue_full,
 export_failed, shutdown): the collector is down or too slow (:mod:`sleuth.core.spanexport`)."""
+
+# -- The model server's series (vLLM's own names; the scripted model server exports them too) ----
+
+VLLM_REQUESTS_WAITING = "vllm:num_requests_waiting"
+"""Requests queued in a vLLM server: what the model server's autoscaler scales on."""
+VLLM_REQUESTS_RUNNING = "vllm:num_requests_running"
+"""Requests a vLLM server is generating for: they keep it awake."""
 
 # -- Operator series the chart's dashboard and PrometheusRule query -------------------------------
 
@@ -126,6 +139,8 @@ SERIES: frozenset[str] = frozenset(
         AGENT_MODEL_TTFT_SECONDS,
         AGENT_TOKENS,
         AGENT_ONLINE_EVAL_DROPPED,
+        AGENT_IN_FLIGHT,
+        AGENT_WAITING_FOR_MODEL,
         TRACE_SPANS_DROPPED,
         OPERATOR_RECONCILES,
         OPERATOR_RECONCILE_SECONDS,

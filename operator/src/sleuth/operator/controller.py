@@ -25,11 +25,13 @@ from sleuth.core.kube import (
     CRON_JOB,
     DEPLOYMENT,
     EVAL_SCHEDULE,
+    HORIZONTAL_POD_AUTOSCALER,
     NETWORK_POLICY,
     POD_DISRUPTION_BUDGET,
     PROMETHEUS_RULE,
     ROLE,
     ROLE_BINDING,
+    SCALED_OBJECT,
     SERVICE,
     SERVICE_ACCOUNT,
     TOOL_BINDING,
@@ -66,6 +68,8 @@ CHILD_RESOURCES: tuple[Resource, ...] = (
     ROLE,
     ROLE_BINDING,
     PROMETHEUS_RULE,  # watched only where its CRD is served (kopf skips unserved resources)
+    HORIZONTAL_POD_AUTOSCALER,
+    SCALED_OBJECT,  # KEDA's: likewise
 )
 """Every kind of child the operator makes, each watched (:mod:`sleuth.operator.handlers`)."""
 

@@ -30,7 +30,12 @@ from sleuth.operator.loop.workqueue import Backoff
 from sleuth.operator.monitoring import MonitoringSettingsError, rule_labels, series_namespace_label
 from sleuth.operator.render.netpol import parse_peers
 from sleuth.operator.render.tracing import TracingDefaults
-from sleuth.operator.settings import allowlist_settings, image_pull_settings, settings_from_env
+from sleuth.operator.settings import (
+    allowlist_settings,
+    autoscaling_settings,
+    image_pull_settings,
+    settings_from_env,
+)
 
 
 def operator_settings(
@@ -74,8 +79,13 @@ def operator_settings(
         shutdown_seconds=args.shutdown_seconds,
         backoff=Backoff(base=args.backoff_base_seconds, cap=args.backoff_max_seconds),
     )
+    try:
+        scaling = autoscaling_settings(args)
+    except ValueError as err:
+        raise SystemExit(f"sleuth operator: {err}") from None
     render = dataclasses.replace(
         render,
+        **scaling,
         tracing=tracing,
         metrics_peers=peers,
         rule_labels=labels,

@@ -44,6 +44,11 @@ REASONS: dict[str, str] = {
     "JudgeIsAgentModel": "JudgeIndependent=False: an EvalSchedule's judge is the agent's own "
     "model, grading its own answers",
     "SeparateJudge": "JudgeIndependent=True: an EvalSchedule's judge is another model",
+    "ScaledToZero": "ModelScaledToZero=True: the model server sleeps at zero replicas; a "
+    "request wakes it",
+    "ModelAwake": "ModelScaledToZero=False: the autoscaled model server has replicas",
+    "KedaAbsent": "ModelScaledToZero=False: the chart's autoscaling.engine is hpa, so the model "
+    "server is not autoscaled",
 }
 
 __all__ = ["REASONS"]

@@ -27,10 +27,13 @@ from sleuth.core.kube import (
     CONFIG_MAP,
     DEPLOYMENT,
     EVAL_SCHEDULE,
+    HORIZONTAL_POD_AUTOSCALER,
     NETWORK_POLICY,
     POD_DISRUPTION_BUDGET,
+    SCALED_OBJECT,
     SERVICE,
     TOOL_BINDING,
+    Resource,
 )
 from sleuth.operator.accesscheck import check_key_secrets
 from sleuth.operator.bindings import bindings_for
@@ -46,9 +49,10 @@ from sleuth.operator.reconcile_common import (
     prune,
     write_status,
 )
+from sleuth.operator.reconcile_scaling import replica_counts, scaled_to_zero_condition
 from sleuth.operator.render.access import agent_audience
 from sleuth.operator.render.agent import agent_card_url, agent_endpoint, agent_name
-from sleuth.operator.render.meta import Owner
+from sleuth.operator.render.meta import Owner, RenderSettings
 from sleuth.operator.render.model import model_endpoint, model_name
 from sleuth.operator.render.owned import agent_children
 from sleuth.operator.render.tool import tool_endpoint, tool_service_name
@@ -67,8 +71,24 @@ STATUS_KEYS = (
     "agentAudience",
     "tools",
     "toolNames",
+    "modelReplicas",
+    "modelDesiredReplicas",
+    "agentReplicas",
+    "agentDesiredReplicas",
 )
-CHILDREN = [DEPLOYMENT, SERVICE, CONFIG_MAP, POD_DISRUPTION_BUDGET, NETWORK_POLICY]
+CHILDREN = [
+    DEPLOYMENT,
+    SERVICE,
+    CONFIG_MAP,
+    POD_DISRUPTION_BUDGET,
+    NETWORK_POLICY,
+    HORIZONTAL_POD_AUTOSCALER,
+]
+
+
+def _children(settings: RenderSettings) -> list[Resource]:
+    """The kinds of child pruned: ScaledObjects only where the chart says KEDA is there."""
+    return [*CHILDREN, SCALED_OBJECT] if settings.autoscaler == "keda" else CHILDREN
 
 
 def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
@@ -96,7 +116,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
     secrets = check_key_secrets(kube, namespace, spec.agent.access, secrets)
     refusal = secrets.refusal() or unchecked_secrets(manifests, secrets.checked)
     if refusal is not None:  # not rendered, and nothing of it keeps using the Secret
-        prune(kube, owner, CHILDREN, _selector(name), set())
+        prune(kube, owner, _children(ctx.settings), _selector(name), set())
         conditions = refusal.conditions()
         return write_status(ctx, AGENT_DEPLOYMENT, obj, conditions, {}, STATUS_KEYS)
     held = hold_left(obj["metadata"].get("creationTimestamp"), ctx.now())
@@ -106,7 +126,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         manifests = [m for m in manifests if not _is_agent_deployment(m, owner)]
     refused = apply_children(kube, manifests)
     keep = {(m["kind"], m["metadata"]["name"]) for m in manifests}
-    prune(kube, owner, CHILDREN, _selector(name), keep)
+    prune(kube, owner, _children(ctx.settings), _selector(name), keep)
 
     model = observe_rollout(kube, namespace, model_name(owner), "model", name)
     agent = observe_rollout(kube, namespace, agent_name(owner), "agent", name)
@@ -127,6 +147,8 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         )
     tools.sort(key=lambda t: (t["name"], t["binding"]))
     conditions = _conditions(rollouts, tools)
+    if spec.model.serves and spec.model.autoscaling is not None:
+        conditions.append(scaled_to_zero_condition(model, ctx.settings))
     if held:
         conditions = _held(conditions, agent_name(owner))
     conditions = rejected_conditions(refused, conditions)
@@ -138,6 +160,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         "agentAudience": agent_audience(owner),
         "tools": tools or None,
         "toolNames": ",".join(t["name"] for t in tools) or None,
+        **replica_counts(model if spec.model.serves else None, agent),
     }
     written = write_status(ctx, AGENT_DEPLOYMENT, obj, conditions, extra, STATUS_KEYS)
     retry_exhausted(refused)
@@ -206,6 +229,14 @@ def _conditions(rollouts: list[Rollout], tools: list[dict[str, Any]]) -> list[Co
         model_first = waiting[0] is rollouts[0] and len(rollouts) == 2
         message = "; ".join(r.describe() for r in waiting)
         ready = Cond("Ready", "False", "ModelNotReady" if model_first else "AgentNotReady", message)
+    elif len(rollouts) == 2 and rollouts[0].exists and rollouts[0].desired == 0:
+        ready = Cond(
+            "Ready",
+            "True",
+            "Ready",
+            f"agent serving, model server asleep at zero replicas (a request wakes it); "
+            f"{len(tools)} tools bound",
+        )
     else:
         ready = Cond("Ready", "True", "Ready", f"model and agent serving; {len(tools)} tools bound")
     progressing = progressing_condition(rollouts)

@@ -42,6 +42,25 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     add_image_pull_flags(parser)
 
 
+def add_autoscaling_flags(parser: argparse.ArgumentParser) -> None:
+    """What scales autoscaled Deployments (the chart's ``autoscaling`` values); shared by
+    ``sleuth operator`` and ``sleuth render``."""
+    parser.add_argument(
+        "--autoscaler",
+        choices=("keda", "hpa"),
+        default="keda",
+        help="keda (default): KEDA ScaledObjects scale the model servers (to zero) and agents "
+        "with spec.*.autoscaling; hpa: KEDA is absent, agents get a HorizontalPodAutoscaler and "
+        "model servers are not autoscaled",
+    )
+    parser.add_argument(
+        "--prometheus-address",
+        default="http://prometheus-operated.monitoring.svc:9090",
+        help="the Prometheus the ScaledObjects' triggers query (default "
+        "http://prometheus-operated.monitoring.svc:9090)",
+    )
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "render",
@@ -62,7 +81,8 @@ def register(subparsers: Any) -> None:
         help="namespace of inputs that name none (default: default)",
     )
     add_settings_flags(parser)
+    add_autoscaling_flags(parser)
     parser.set_defaults(func=_run)
 
 
-__all__ = ["add_settings_flags", "register"]
+__all__ = ["add_autoscaling_flags", "add_settings_flags", "register"]

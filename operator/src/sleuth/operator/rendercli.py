@@ -51,7 +51,7 @@ from sleuth.operator.render.owned import (
     tool_children,
 )
 from sleuth.operator.render.tracing import TracingDefaults
-from sleuth.operator.settings import image_pull_settings, settings_from_env
+from sleuth.operator.settings import autoscaling_settings, image_pull_settings, settings_from_env
 
 KINDS = (AGENT_DEPLOYMENT.kind, TOOL_BINDING.kind, EVAL_SCHEDULE.kind)
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -242,8 +242,12 @@ def render_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Ren
     except ValueError as err:
         raise RenderError(f"--tracing-*: {err}") from None
     peers = metrics_peers(args.network_policy_metrics_from or "")
+    try:
+        scaling = autoscaling_settings(args)
+    except ValueError as err:
+        raise RenderError(str(err)) from None
     return dataclasses.replace(
-        settings, tracing=tracing, metrics_peers=peers, **image_pull_settings(args)
+        settings, tracing=tracing, metrics_peers=peers, **scaling, **image_pull_settings(args)
     )
 
 

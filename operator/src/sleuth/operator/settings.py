@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,6 +44,15 @@ def workload_placement(text: str) -> dict[str, Any]:
         },
         "workload_tolerations": list(placement.get("tolerations", [])),
     }
+
+
+def autoscaling_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """``--autoscaler`` and ``--prometheus-address`` as RenderSettings fields; an address that
+    is no http(s) URL ends the command with a message naming the flag."""
+    address = str(getattr(args, "prometheus_address", "") or "").rstrip("/")
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", address):
+        raise ValueError(f"--prometheus-address: not an http(s) URL: {address[:200]!r}")
+    return {"autoscaler": getattr(args, "autoscaler", "keda"), "prometheus_address": address}
 
 
 def _entries(text: str) -> tuple[str, ...]:

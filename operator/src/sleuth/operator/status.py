@@ -13,7 +13,7 @@ from typing import Any, Literal
 from sleuth.operator.loop.rollout import PROGRESS_DEADLINE_EXCEEDED, REPLICA_FAILURE, Rollout
 
 Status = Literal["True", "False", "Unknown"]
-CONDITION_ORDER = ("Ready", "Progressing", "Degraded", "JudgeIndependent")
+CONDITION_ORDER = ("Ready", "Progressing", "Degraded", "JudgeIndependent", "ModelScaledToZero")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 Routes: ``POST /v1/chat/completions`` (JSON or server-sent events when ``stream`` is true),
 ``GET /v1/models``, ``POST /v1/embeddings``, ``POST /rerank`` (text-embeddings-inference's form,
 or the Cohere/Jina form when the body has ``documents``), ``POST /v1/rerank`` and
-``POST /v2/rerank`` (the Cohere/Jina form vLLM serves), ``GET /health``, and control routes for
+``POST /v2/rerank`` (the Cohere/Jina form vLLM serves), ``GET /health``, ``GET /metrics`` (vLLM's
+queue series: :mod:`sleuth.scripted.engine`), and control routes for
 tests run against a server in another process: ``GET /_scripted/requests`` (every chat request
 received, in order; ``?kind=rerank`` for the rerank requests, ``?kind=traceparent`` for the
 ``traceparent`` header of each chat request, null when it had none), ``DELETE /_scripted/requests``
@@ -36,6 +37,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from sleuth.scripted.engine import METRICS_CONTENT_TYPE, Engine
 from sleuth.scripted.scenario import (
     Scenario,
     ScriptedResponse,
@@ -51,9 +53,14 @@ class ScriptState:
     """The scenario in force, the sequential cursor, and the log of received requests."""
 
     def __init__(
-        self, scenario: Scenario, responder: Responder | None = None, api_key: str | None = None
+        self,
+        scenario: Scenario,
+        responder: Responder | None = None,
+        api_key: str | None = None,
+        engine: Engine | None = None,
     ) -> None:
         self.scenario = scenario
+        self.engine = engine or Engine()  # the queue behind vllm:num_requests_* (engine.py)
         self.responder = responder
         self.api_key = api_key or None  # the bearer token the API routes require, if any
         self.unauthorized = 0  # API requests refused for a missing or wrong key
@@ -296,16 +303,34 @@ def create_app(state: ScriptState) -> Starlette:
         except SchemaRefusal as exc:
             return _error(400, str(exc), "response_format")
         completion = _Completion(body, scripted, str(body.get("model") or scenario.model))
+        engine = state.engine
         profile = scenario.latency
-        first_at = arrived + (scripted.delay_ms + profile.ttft_ms(completion.prompt_tokens)) / 1000
         per_token_s = profile.per_token_ms / 1000
+
+        def first_token_at() -> float:  # from when it runs, as in vLLM's scheduler
+            started = max(arrived, asyncio.get_running_loop().time())
+            return started + (scripted.delay_ms + profile.ttft_ms(completion.prompt_tokens)) / 1000
+
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(
-                _stream(completion, first_at, per_token_s, include_usage),
-                media_type="text/event-stream",
-            )
-        await _sleep_until(first_at + per_token_s * max(0, completion.completion_tokens - 1))
+
+            async def chunks() -> AsyncIterator[str]:
+                await engine.admit()
+                try:
+                    async for chunk in _stream(
+                        completion, first_token_at(), per_token_s, include_usage
+                    ):
+                        yield chunk
+                finally:
+                    engine.done()
+
+            return StreamingResponse(chunks(), media_type="text/event-stream")
+        await engine.admit()
+        try:
+            last = first_token_at() + per_token_s * max(0, completion.completion_tokens - 1)
+            await _sleep_until(last)
+        finally:
+            engine.done()
         return JSONResponse(completion.body())
 
     async def models(_: Request) -> Response:
@@ -398,6 +423,10 @@ def create_app(state: ScriptState) -> Starlette:
     async def health(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
+    async def metrics(_: Request) -> Response:
+        text = state.engine.exposition(state.scenario.model)
+        return Response(text, media_type=METRICS_CONTENT_TYPE)
+
     async def requests_log(request: Request) -> Response:
         if request.method == "DELETE":
             state.clear_requests()
@@ -424,6 +453,7 @@ def create_app(state: ScriptState) -> Starlette:
             Route("/v1/rerank", rerank, methods=["POST"]),
             Route("/v2/rerank", rerank, methods=["POST"]),
             Route("/health", health, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
             Route("/_scripted/requests", requests_log, methods=["GET", "DELETE"]),
             Route("/_scripted/scenario", put_scenario, methods=["PUT"]),
         ]

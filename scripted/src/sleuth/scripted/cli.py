@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.scripted.app import Responder, ScriptState, create_app
+from sleuth.scripted.engine import MAX_RUNNING, Engine
 from sleuth.scripted.scenario import Scenario, load_scenario, seed_latency_profile
 
 
@@ -30,6 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("VLLM_API_KEY"),
         help="require this bearer token on the API routes, as vLLM's --api-key does "
         "(default: $VLLM_API_KEY; none: open)",
+    )
+    parser.add_argument(
+        "--max-num-seqs",
+        type=int,
+        default=MAX_RUNNING,
+        help="chat requests served at once, as vLLM's --max-num-seqs; the others wait, counted "
+        f"in vllm:num_requests_waiting on /metrics (default {MAX_RUNNING})",
     )
     parser.add_argument(
         "--seed-latency",
@@ -60,7 +68,11 @@ def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario) if args.scenario else Scenario()
     if args.seed_latency:
         scenario = scenario.model_copy(update={"latency": seed_latency_profile()})
-    app = create_app(ScriptState(scenario, load_responder(args.responder), args.api_key))
+    if args.max_num_seqs < 1:
+        raise SystemExit("--max-num-seqs: must be at least 1")
+    engine = Engine(args.max_num_seqs)
+    state = ScriptState(scenario, load_responder(args.responder), args.api_key, engine)
+    app = create_app(state)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0
 

@@ -126,8 +126,14 @@ class ScriptedProcess(_Runner):
     Use it when the server must not share the caller's interpreter, e.g. in a benchmark.
     """
 
-    def __init__(self, scenario: Scenario | None = None) -> None:
+    def __init__(
+        self, scenario: Scenario | None = None, port: int | None = None, *args: str
+    ) -> None:
+        """``port``: where to listen (default: a free one), e.g. the address a client already
+        uses while nothing answers there; ``args``: more flags (``--max-num-seqs``)."""
         self.scenario = scenario or Scenario()
+        self.port = port
+        self.args = args
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self.base_url = ""
@@ -136,9 +142,9 @@ class ScriptedProcess(_Runner):
         self._dir = tempfile.TemporaryDirectory(prefix="sleuth-scripted-")
         path = Path(self._dir.name) / "scenario.json"
         path.write_text(self.scenario.model_dump_json(by_alias=True), encoding="utf-8")
-        port = free_port()
+        port = self.port or free_port()
         cmd = [sys.executable, "-m", "sleuth.scripted", "--scenario", str(path)]
-        cmd += ["--host", HOST, "--port", str(port)]
+        cmd += ["--host", HOST, "--port", str(port), *self.args]
         self._proc = subprocess.Popen(cmd, env=dict(os.environ))
         self.base_url = f"http://{HOST}:{port}"
         try:

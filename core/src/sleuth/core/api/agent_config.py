@@ -133,6 +133,15 @@ class ModelEndpointConfig(_Model):
     guided_format: GuidedFormat = Field(
         default="json_schema", description=GUIDED_FORMAT_DESCRIPTION
     )
+    wake_wait_seconds: int | None = Field(
+        default=None,
+        ge=0,
+        le=3600,
+        description="Set when the model server may sleep at zero replicas "
+        "(spec.model.autoscaling): how long a request that finds it asleep waits for it to wake "
+        "(counted in sleuth_agent_requests_waiting_for_model, the signal that wakes it) before "
+        "the router answers; unset: no wait.",
+    )
 
 
 class PlannerConfig(_Model):

@@ -35,6 +35,7 @@ from sleuth.core.api.v1alpha1.agentdeployment import (
 from sleuth.core.api.v1alpha1.onlineeval import OnlineEvalSettings, OnlineEvalSpec
 from sleuth.core.api.v1alpha1.toolbinding import EmbeddingSpec, ToolBindingSpec
 from sleuth.operator.render.access import access_config, access_volumes
+from sleuth.operator.render.autoscale import agent_replicas, agent_scaler, model_scaled
 from sleuth.operator.render.meta import (
     Manifest,
     Owner,
@@ -184,6 +185,7 @@ def agent_config(
             max_model_len=spec.model.effective_max_model_len if spec.model.serves else None,
             tool_calling=spec.model.tool_calling or "native",
             guided_format=spec.model.guided_format or "json_schema",
+            wake_wait_seconds=_wake_wait(spec, settings),
         ),
         tools=tools,
         max_iterations=agent.max_iterations,
@@ -200,6 +202,15 @@ def agent_config(
         ),
         access=access_config(owner, agent.access, eval_schedules or [], settings),
     )
+
+
+def _wake_wait(spec: AgentDeploymentSpec, settings: RenderSettings) -> int | None:
+    """How long a request waits for a model server that may sleep at zero; None when it never
+    sleeps (not autoscaled, or no KEDA to scale it)."""
+    scaling = spec.model.autoscaling
+    if scaling is None or not model_scaled(spec.model, settings) or scaling.min_replicas > 0:
+        return None
+    return scaling.wake_wait_seconds
 
 
 def render_agent(
@@ -258,7 +269,7 @@ def render_agent(
     deployment, service = configured_workload(
         name,
         metadata(name, owner, "agent", owner.name),
-        replicas=spec.agent.replicas,
+        replicas=agent_replicas(spec),
         selector=selector,
         pod_labels=metadata(name, owner, "agent", owner.name)["labels"],
         config_data=data,
@@ -268,8 +279,10 @@ def render_agent(
         in_flight_seconds=spec.agent.request_timeout_seconds,
     )
     deployment["spec"]["template"]["spec"]["volumes"].extend(access_vols)
-    children = [configmap, deployment, service]
-    if spec.agent.replicas > 1:
+    children = [configmap, deployment, service, *agent_scaler(owner, spec, name, settings)]
+    scaling = spec.agent.autoscaling
+    most = spec.agent.replicas if scaling is None else scaling.max_replicas
+    if most > 1:
         # Voluntary disruptions (a node drain) take at most one agent pod at a time.
         children.append(
             {

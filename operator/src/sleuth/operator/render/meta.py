@@ -16,6 +16,8 @@ from sleuth.operator.render.tracing import TracingDefaults
 Component = Literal["model", "agent", "tool", "eval"]
 PullPolicy = Literal["Always", "IfNotPresent", "Never"]
 PULL_POLICIES: tuple[PullPolicy, ...] = ("Always", "IfNotPresent", "Never")
+Autoscaler = Literal["keda", "hpa"]  # the chart's autoscaling.engine (render/autoscale.py)
+DEFAULT_PROMETHEUS_ADDRESS = "http://prometheus-operated.monitoring.svc:9090"
 
 MANAGED_BY = "sleuth-operator"
 PART_OF = "sleuth"
@@ -88,6 +90,10 @@ class RenderSettings:
     # the pod's own namespace; None: the cluster's default policy.
     image_pull_secrets: tuple[str, ...] = ()
     image_pull_policy: PullPolicy | None = None
+    # What scales the autoscaled Deployments (the chart's autoscaling values): KEDA, whose
+    # ScaledObjects query the Prometheus at prometheus_address, or a plain HPA (agents only).
+    autoscaler: Autoscaler = "keda"
+    prometheus_address: str = DEFAULT_PROMETHEUS_ADDRESS
 
 
 def pull_images(pod_spec: Manifest, settings: RenderSettings) -> Manifest:
@@ -243,10 +249,12 @@ def http_probe(path: str, port: str, period: int, failures: int, timeout: int = 
 __all__ = [
     "AGENT_LABEL",
     "CONFIG_HASH_ANNOTATION",
+    "DEFAULT_PROMETHEUS_ADDRESS",
     "DEFAULT_RUNBOOK_BASE_URL",
     "DEFAULT_SLEUTH_IMAGE",
     "MANAGED_BY",
     "PULL_POLICIES",
+    "Autoscaler",
     "Component",
     "Manifest",
     "Owner",
@@ -270,7 +278,7 @@ def configured_workload(
     name: str,
     meta: Manifest,
     *,
-    replicas: int,
+    replicas: int | None,
     selector: dict[str, str],
     pod_labels: dict[str, str],
     config_data: Any,
@@ -318,6 +326,8 @@ def configured_workload(
             },
         },
     }
+    if replicas is None:  # a scaler owns them (render/autoscale.py)
+        del deployment["spec"]["replicas"]
     service: Manifest = {
         "apiVersion": "v1",
         "kind": "Service",

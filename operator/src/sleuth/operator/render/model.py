@@ -15,6 +15,7 @@ request without it as a bearer token; the agent and the eval Jobs send the same 
 from __future__ import annotations
 
 from sleuth.core.api.v1alpha1.agentdeployment import ModelSpec
+from sleuth.operator.render.autoscale import model_replicas
 from sleuth.operator.render.meta import (
     Manifest,
     Owner,
@@ -80,7 +81,8 @@ def vllm_args(spec: ModelSpec, settings: RenderSettings) -> list[str]:
 
 
 def render_model(owner: Owner, spec: ModelSpec, settings: RenderSettings) -> list[Manifest]:
-    """Deployment + Service running vLLM on GPU nodes; empty when the model is an endpoint."""
+    """Deployment + Service running vLLM on GPU nodes; empty when the model is an endpoint. The
+    Deployment's replicas are left out when a scaler owns them (:func:`model_replicas`)."""
     if not spec.serves:
         return []
     name = model_name(owner)
@@ -137,7 +139,6 @@ def render_model(owner: Owner, spec: ModelSpec, settings: RenderSettings) -> lis
         "kind": "Deployment",
         "metadata": metadata(name, owner, "model", owner.name),
         "spec": {
-            "replicas": 1 if spec.replicas is None else spec.replicas,
             "selector": {"matchLabels": selector},
             # Never ask for more GPUs than the replicas hold: replace pods one at a time.
             "strategy": {
@@ -163,6 +164,9 @@ def render_model(owner: Owner, spec: ModelSpec, settings: RenderSettings) -> lis
             },
         },
     }
+    replicas = model_replicas(spec, settings)
+    if replicas is not None:
+        deployment["spec"] = {"replicas": replicas, **deployment["spec"]}
     service: Manifest = {
         "apiVersion": "v1",
         "kind": "Service",

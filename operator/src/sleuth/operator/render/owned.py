@@ -12,11 +12,12 @@ from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleSpec
 from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.core.api.v1alpha1.tracing import TracingSpec
 from sleuth.operator.render.agent import Binding, render_agent
+from sleuth.operator.render.autoscale import model_scaler
 from sleuth.operator.render.evalaccess import eval_account_name, render_eval_access
 from sleuth.operator.render.evalrules import render_eval_rules
 from sleuth.operator.render.evalschedule import EvalTarget, render_eval_cronjob
 from sleuth.operator.render.meta import Manifest, Owner, RenderSettings
-from sleuth.operator.render.model import render_model
+from sleuth.operator.render.model import model_name, render_model
 from sleuth.operator.render.netpol import eval_network_policy, model_network_policy
 from sleuth.operator.render.netpol_agent import agent_network_policy
 from sleuth.operator.render.tool import render_tool
@@ -33,7 +34,11 @@ def agent_children(
     (``eval_schedules``: the names of its EvalSchedules, admitted as its callers)."""
     model: list[Manifest] = []
     if spec.model.serves:
-        model = [model_network_policy(owner, settings), *render_model(owner, spec.model, settings)]
+        model = [
+            model_network_policy(owner, settings),
+            *render_model(owner, spec.model, settings),
+            *model_scaler(owner, spec, model_name(owner), settings),
+        ]
     agent = [
         agent_network_policy(owner, spec, bindings, settings),
         *render_agent(owner, spec, bindings, settings, eval_schedules),

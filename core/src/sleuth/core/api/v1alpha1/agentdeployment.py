@@ -26,6 +26,15 @@ from sleuth.core.api.fields import (
     ToolCalling,
 )
 from sleuth.core.api.v1alpha1.access import AccessSpec
+from sleuth.core.api.v1alpha1.autoscaling import (
+    ENDPOINT_AUTOSCALING,
+    MODEL_RULES,
+    WAKE_RULE,
+    AgentAutoscalingSpec,
+    ModelAutoscalingSpec,
+    autoscaling_problem,
+    wake_problem,
+)
 from sleuth.core.api.v1alpha1.common import Resources, SecretKeyRef, SpecModel, StatusModel
 from sleuth.core.api.v1alpha1.contexts import (
     CONTEXT_LIMITS,
@@ -214,6 +223,7 @@ class ModelSpec(SpecModel):
                 parser_rule(),
                 context_rule(),
                 extra_args_rule(),
+                *MODEL_RULES,
                 *_gpu_resource_rules(),
             ]
         }
@@ -311,11 +321,20 @@ class ModelSpec(SpecModel):
         "server only), for gated models.",
     )
     replicas: int | None = Field(
-        default=None, ge=0, le=64, description="Model server replicas (default 1)."
+        default=None,
+        ge=0,
+        le=64,
+        description="Model server replicas (default 1). Exclusive with autoscaling.",
     )
     resources: Resources | None = Field(
         default=None,
         description="CPU and memory of each model server pod; nvidia.com/gpu comes from gpu.count.",
+    )
+    autoscaling: ModelAutoscalingSpec | None = Field(
+        default=None,
+        description="Scale the model server with its queue through KEDA, down to zero when "
+        "idle (minReplicas 0); the autoscaler then owns its replicas. Exclusive with replicas "
+        "and endpoint.",
     )
 
     @model_validator(mode="after")
@@ -325,6 +344,8 @@ class ModelSpec(SpecModel):
         if (self.endpoint is None) == (self.name is None):
             raise ValueError("spec.model: set exactly one of endpoint and name")
         if self.endpoint is not None:
+            if self.autoscaling is not None:
+                raise ValueError(ENDPOINT_AUTOSCALING)
             if self.served_model_name is None:
                 raise ValueError("spec.model.servedModelName is required with spec.model.endpoint")
             wire = self.to_wire()
@@ -348,6 +369,7 @@ class ModelSpec(SpecModel):
             self.max_model_len and context_excess(self.name, self.max_model_len),
             self.extra_args and repeated_flag(self.extra_args),
             self.extra_args and widening_flag(self.extra_args),
+            autoscaling_problem(self.replicas, self.autoscaling),
             self._gpu_resources_problem(),
         ]
         for problem in problems:
@@ -423,7 +445,18 @@ class A2ASpec(SpecModel):
 class AgentSpec(SpecModel):
     """The agent service: the ReAct loop behind an OpenAI-compatible HTTP API."""
 
-    replicas: int = Field(default=1, ge=0, le=64, description="Agent service replicas.")
+    replicas: int = Field(
+        default=1,
+        ge=0,
+        le=64,
+        description="Agent service replicas; ignored when autoscaling is set.",
+    )
+    autoscaling: AgentAutoscalingSpec | None = Field(
+        default=None,
+        description="Scale the agent with its requests in flight (KEDA, or a "
+        "HorizontalPodAutoscaler where the chart says KEDA is absent); the autoscaler then owns "
+        "its replicas.",
+    )
     image: str | None = Field(
         default=None,
         min_length=1,
@@ -496,12 +529,21 @@ class AgentSpec(SpecModel):
 class AgentDeploymentSpec(SpecModel):
     """Desired state of an AgentDeployment."""
 
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [WAKE_RULE]})
+
     model: ModelSpec = Field(description="The model server the agent plans with.")
     agent: AgentSpec = Field(
         default_factory=AgentSpec,
         description="The agent service.",
         json_schema_extra={"default": {}},
     )
+
+    @model_validator(mode="after")
+    def _check(self) -> AgentDeploymentSpec:
+        problem = wake_problem(self.model.autoscaling, self.agent.request_timeout_seconds)
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 class BoundTool(SpecModel):
@@ -535,6 +577,21 @@ class AgentDeploymentStatus(StatusModel):
     tool_names: str | None = Field(
         default=None, description="Comma-separated tool names (for kubectl get)."
     )
+    model_replicas: int | None = Field(
+        default=None,
+        description="Available model server replicas (absent with spec.model.endpoint).",
+    )
+    model_desired_replicas: int | None = Field(
+        default=None,
+        description="Model server replicas wanted now: spec.model.replicas, or what its "
+        "autoscaler asks for (0 while it sleeps).",
+    )
+    agent_replicas: int | None = Field(default=None, description="Available agent replicas.")
+    agent_desired_replicas: int | None = Field(
+        default=None,
+        description="Agent replicas wanted now: spec.agent.replicas, or what its autoscaler "
+        "asks for.",
+    )
 
 
 __all__ = [
@@ -545,11 +602,13 @@ __all__ = [
     "FAMILY_PARSERS",
     "SINGLE_CALL_PARSERS",
     "A2ASpec",
+    "AgentAutoscalingSpec",
     "AgentDeploymentSpec",
     "AgentDeploymentStatus",
     "AgentSpec",
     "BoundTool",
     "GpuSpec",
+    "ModelAutoscalingSpec",
     "ModelCache",
     "ModelSpec",
     "OnlineEvalEmbeddings",

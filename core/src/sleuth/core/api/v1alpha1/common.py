@@ -156,7 +156,7 @@ class Resources(SpecModel):
         return self
 
 
-ConditionType = Literal["Ready", "Progressing", "Degraded", "JudgeIndependent"]
+ConditionType = Literal["Ready", "Progressing", "Degraded", "JudgeIndependent", "ModelScaledToZero"]
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 
@@ -166,7 +166,9 @@ class Condition(SpecModel):
     type: ConditionType = Field(
         description="Ready: everything it made serves. Progressing: a rollout is under way. "
         "Degraded: something it needs is missing or failing. JudgeIndependent (EvalSchedule): "
-        "False when the judge is the agent's own model, grading its own answers."
+        "False when the judge is the agent's own model, grading its own answers. "
+        "ModelScaledToZero (an AgentDeployment with spec.model.autoscaling): its model server "
+        "sleeps at zero replicas."
     )
     status: ConditionStatus = Field(description="True, False or Unknown.")
     reason: str = Field(
