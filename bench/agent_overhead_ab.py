@@ -12,8 +12,10 @@ uses that side's own ``bench/agent_latency.py`` (its scenarios, ideal and measur
 figures are those of docs/performance.md's Agent table: ratio = measured / ideal per
 conversation, p50 over ``--conversations`` conversations at ``--concurrency``, after a
 discarded warm-up round. Conversations make calls of their own (``agent_latency.own_calls``)
-where that side's benchmark has it; ``--shared`` runs every side's conversations through the
-agent's one tool runner, where identical calls in flight share one execution.
+where that side's benchmark has it; ``--side NAME=REV+shared`` (or ``--shared``, for every
+side) runs that side's conversations through the agent's one tool runner, where identical calls
+in flight share one execution — ``--side own=. --side shared=.+shared`` is the same code with
+and without shared calls.
 
 Printed per case: each side's p50 ratio (median over rounds, and the range), the paired
 difference from the first side (median over rounds), its CPU per conversation (the child's
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+SHARED = "+shared"  # a side REV+shared: that side's conversations share the agent's one runner
 
 
 def export(rev: str, into: Path) -> Path:
@@ -56,13 +59,13 @@ def pythonpath(tree: Path) -> str:
     return os.pathsep.join(str(p) for p in sorted(tree.glob("*/src")))
 
 
-def run_side(tree: Path, args: argparse.Namespace) -> dict[str, Any]:
+def run_side(tree: Path, shared: bool, args: argparse.Namespace) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": pythonpath(tree)}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(tree)]
     cmd += ["--conversations", str(args.conversations), "--concurrency", str(args.concurrency)]
     for case in args.case or []:
         cmd += ["--case", case]
-    if args.shared:
+    if shared or args.shared:
         cmd.append("--shared")
     done = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
@@ -119,7 +122,9 @@ def child(tree: Path, args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--side", action="append", default=[], help="NAME=REV (REV . = here)")
+    parser.add_argument(
+        "--side", action="append", default=[], help="NAME=REV[+shared] (REV . = here)"
+    )
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--conversations", type=int, default=192)
     parser.add_argument("--concurrency", type=int, default=64)
@@ -134,14 +139,15 @@ def main() -> None:
         child(args.child, args)
         return
     sides = [s.split("=", 1) for s in args.side or ["old=dfbcb7a", "new=."]]
+    shared = {name for name, rev in sides if rev.endswith(SHARED)}
     with tempfile.TemporaryDirectory(prefix="overhead-ab-") as tmp:
-        trees = {name: export(rev, Path(tmp) / name) for name, rev in sides}
+        trees = {name: export(rev.removesuffix(SHARED), Path(tmp) / name) for name, rev in sides}
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
         loads: list[float] = [os.getloadavg()[0]]
         for r in range(args.rounds):
             order = list(trees) if r % 2 == 0 else list(reversed(trees))
             for name in order:
-                runs[name].append(run_side(trees[name], args))
+                runs[name].append(run_side(trees[name], name in shared, args))
                 loads.append(os.getloadavg()[0])
             line = "  ".join(
                 f"{n}: " + " ".join(f"{v['p50']:.3f}" for v in runs[n][-1].values()) for n in trees
