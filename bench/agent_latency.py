@@ -10,7 +10,11 @@ tool round the slowest call of the round) and ``ratio = measured / ideal``.
 
 Sections: (1) ratio at p50/p99 with N concurrent conversations, for 1, 2, 3 iterations and the
 parallel case, for sleuth and for LangGraph's prebuilt ReAct agent (same server, same tools,
-same run; needs the ``bench`` extra); (2) orchestration throughput: loop iterations per CPU-second
+same run; needs the ``bench`` extra). Each sleuth conversation makes calls of its own, as users
+asking different questions do (:func:`own_calls`); the row ``sleuth, calls shared`` asks the N
+identical conversations of one agent, whose identical calls in flight at once share one
+execution (single-flight): those conversations leave their tool round together and hit the
+model server as one burst; (2) orchestration throughput: loop iterations per CPU-second
 with a zero-latency model and tools, in-process and over HTTP; (3) time to first answer token
 against total latency through the agent's streamed HTTP API (``bench/agent_ttft.py``, which also
 runs alone; ``--no-ttft`` skips it); (4) tracing off, on, and on with the collector down, side
@@ -108,6 +112,22 @@ def sleuth_agent(url: str, tool_ms: dict[str, float]) -> Agent:
     return Agent(model, ToolRunner(tools, None), LoopSettings(max_iterations=5))
 
 
+def own_calls(agent: Agent) -> Any:
+    """One conversation of ``agent`` whose tool calls are its own: the same model client and
+    tools, a runner of its own. Every conversation of the benchmark asks the same question, so
+    with the agent's one runner their identical calls in flight at once would share one
+    execution (:class:`~sleuth.core.singleflight.SingleFlight`, since 2026-12-02): the joiners
+    then leave the tool round with the first caller, all at once, and the next model requests
+    arrive as one burst — a property of 64 identical questions, not of the loop. Users asking
+    different questions make different calls; this measures the loop as they meet it."""
+
+    def run() -> Any:
+        runner = ToolRunner(agent.runner.tools, None)
+        return Agent(agent.model, runner, agent.settings).run(QUESTION)
+
+    return run
+
+
 def langgraph_agent(url: str, tool_ms: dict[str, float]) -> Any:
     from langchain_core.tools import StructuredTool
     from langchain_openai import ChatOpenAI
@@ -165,13 +185,18 @@ async def latency_section(
         probe = await ours.run(QUESTION)  # warm-up, and checks the script ran as intended
         assert probe.trace.iterations == len(rounds), probe.trace
         assert all(s.prompt_tokens < 4000 for s in probe.trace.model_steps())
-        systems: list[tuple[str, Any]] = [("sleuth", lambda: ours.run(QUESTION))]
+        low = (1, max(8, conversations // 16))
+        high = (concurrency, conversations)
+        systems: list[tuple[str, Any, tuple[tuple[int, int], ...]]] = [
+            ("sleuth", own_calls(ours), (low, high)),
+            ("sleuth, calls shared", lambda: ours.run(QUESTION), (high,)),
+        ]
         if theirs is not None:
             message = {"messages": [("user", QUESTION)]}
             await theirs.ainvoke(message)
-            systems.append(("langgraph", lambda m=message: theirs.ainvoke(m)))
-        for system, run_one in systems:
-            for conc, n in ((1, max(8, conversations // 16)), (concurrency, conversations)):
+            systems.append(("langgraph", lambda m=message: theirs.ainvoke(m), (low, high)))
+        for system, run_one, runs in systems:
+            for conc, n in runs:
                 durations = await measure(run_one, n, conc)
                 ratios = [d / ideal for d in durations]
                 rows.append(

@@ -1,9 +1,12 @@
 """The access module's parts on their own: key matching, fair share, the task store's bounds,
-the policy's matching, the eval header, configuration errors that name the field."""
+the policy's matching, the eval header, the audit record's question digest, configuration
+errors that name the field."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ from a2a.server.context import ServerCallContext
 from a2a.types import ListTasksRequest, Task
 from pydantic import ValidationError
 
+from sleuth.agent.access.audit import AuditLog
 from sleuth.agent.access.caller import Caller
 from sleuth.agent.access.fairshare import ACTIVE_WINDOW_S, FairShare
 from sleuth.agent.access.identity import bearer_of
@@ -19,6 +23,7 @@ from sleuth.agent.access.policy import Policy
 from sleuth.agent.access.tasks import BoundedTaskStore, CallerUser
 from sleuth.agent.access.tokens import TokenIdentity
 from sleuth.agent.service import AgentService
+from sleuth.agent.trace import Trace
 from sleuth.core.api.access_config import AccessConfig, CallerConfig
 from sleuth.core.api.agent_config import AgentConfig
 from tests.agent.access_kit import key_directory, new_key
@@ -190,3 +195,24 @@ def test_caller_config_grants_are_unique() -> None:
         CallerConfig.model_validate(
             {"name": "x", "apiKeyDirectory": "/k", "grants": ["trace", "trace"]}
         )
+
+
+def test_with_question_digest_the_audit_record_holds_only_the_questions_sha256() -> None:
+    question = "Which contracts with Provider B carry a late-delivery penalty?"
+    lines: list[str] = []
+    caller = Caller("dashboard", "api_key", "key-2026-12")
+    audit = AuditLog("contracts", "digest", lines.append)
+    audit.answered(caller, "query", question, Trace(question=question, model="m"), "ab" * 16)
+    audit.refused(caller, "query", "overloaded", question)
+    audit.refused(None, "query", "unauthenticated")
+    digest = hashlib.sha256(question.encode()).hexdigest()
+    answered, overloaded, refused = (json.loads(line) for line in lines)
+    for record in (answered, overloaded):
+        assert record["questionSha256"] == digest
+        assert "question" not in record
+    assert "questionSha256" not in refused  # no question was read
+    assert refused["caller"] is None
+    assert "Provider B" not in "".join(lines)
+    full: list[str] = []
+    AuditLog("contracts", "full", full.append).refused(caller, "query", "invalid", question)
+    assert json.loads(full[0])["question"] == question

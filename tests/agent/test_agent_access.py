@@ -22,6 +22,7 @@ from a2a.types import (
     Part,
     Role,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     TaskState,
 )
 
@@ -219,6 +220,9 @@ def test_a2a_tasks_stay_with_the_caller_that_created_them(agent: AgentProcess) -
                 await other.get_task(GetTaskRequest(id=task.id))
             with pytest.raises(Exception, match=r"(?i)not found"):
                 await other.cancel_task(CancelTaskRequest(id=task.id))
+            with pytest.raises(Exception, match=r"(?i)not found"):  # nor resubscribe to it
+                async for _ in other.subscribe(SubscribeToTaskRequest(id=task.id)):
+                    pass
         finally:
             await owner.close()
             await other.close()

@@ -151,6 +151,17 @@ def test_every_kind_is_covered(kube: Any, namespace: str, policies: list[str]) -
     assert "spec.agent.tracing.endpoint: not an allowed endpoint" in _try(kube, namespace, agent)
     agent["spec"]["agent"] = {}
     assert _try(kube, namespace, agent) == ""
+    # A token issuer's JWKS is read by the agent's pods: checked in every item of the list.
+    issuers = [
+        {"issuer": "https://idp.example", "jwksUrl": "https://api.trusted.example/jwks"},
+        {"issuer": "https://evil.example", "jwksUrl": "https://keys.attacker.example/jwks"},
+    ]
+    agent["spec"]["agent"] = {"access": {"issuers": issuers}}
+    error = _try(kube, namespace, agent)
+    assert "spec.agent.access.issuers[].jwksUrl: not an allowed endpoint" in error
+    agent["spec"]["agent"]["access"]["issuers"] = issuers[:1]
+    assert _try(kube, namespace, agent) == ""
+    agent["spec"]["agent"] = {}
     agent["spec"] = {
         "model": {
             "name": "meta-llama/Llama-3.1-8B-Instruct",

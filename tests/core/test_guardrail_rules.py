@@ -29,7 +29,12 @@ from sleuth.core.api.v1alpha1.secretuse import (
     eval_secret_uses,
     tool_secret_uses,
 )
-from sleuth.core.api.v1alpha1.specpaths import endpoint_paths, image_paths, secret_ref_paths
+from sleuth.core.api.v1alpha1.specpaths import (
+    endpoint_paths,
+    image_paths,
+    secret_ref_paths,
+    values_at,
+)
 from sleuth.core.api.v1alpha1.vllmargs import WIDENING_FLAGS, widening_flag, widening_validation
 from tests.support.guardrail_cases import ALLOWLISTS, ENDPOINTS, IMAGES
 
@@ -51,6 +56,7 @@ def test_every_secret_reference_endpoint_and_image_is_found_in_the_models() -> N
         "agent.tracing.endpoint",
         "agent.onlineEval.judge.endpoint",
         "agent.onlineEval.embeddings.endpoint",
+        "agent.access.issuers[].jwksUrl",  # the agent's pods read it: a host it contacts
     }
     assert set(endpoint_paths(ToolBindingSpec)) == {
         "vectorSearch.url",
@@ -153,6 +159,43 @@ def test_a_refusal_names_the_field() -> None:
     assert problem.startswith("spec.image: repository docker.io/attacker/miner is not allowed")
     assert repository("localhost:5000/a/b:1@sha256:" + "0" * 64) == "localhost:5000/a/b"
     assert repository("localhost:5000/a/b") == "localhost:5000/a/b"
+
+
+def _issuers(*jwks: str) -> dict[str, Any]:
+    issuers = [{"issuer": f"https://idp{i}.example", "jwksUrl": url} for i, url in enumerate(jwks)]
+    return {
+        "model": {"endpoint": "http://vllm.models.svc:8000/v1", "servedModelName": "m"},
+        "agent": {"access": {"issuers": issuers}},
+    }
+
+
+def test_a_jwks_url_outside_the_allowlist_is_refused_naming_the_issuer() -> None:
+    spec = _issuers(
+        "https://keycloak.auth.svc/realms/x/certs",  # a Service of the cluster
+        "https://api.trusted.example/jwks",  # a listed host
+        "https://keys.attacker.example/jwks",
+    )
+    wire = AgentDeploymentSpec.model_validate(spec).to_wire()
+    assert endpoint_problem(AgentDeploymentSpec, wire, ALLOWLISTS) == (
+        "spec.agent.access.issuers[2].jwksUrl: not an allowed endpoint: use a Service by its "
+        "cluster name (http[s]://<service>.<namespace>.svc[.<cluster domain>]) or an https:// "
+        "host the platform team allows"
+    )
+    wire["agent"]["access"]["issuers"].pop()
+    assert endpoint_problem(AgentDeploymentSpec, wire, ALLOWLISTS) == ""
+    assert endpoint_problem(AgentDeploymentSpec, wire, Allowlists()).startswith(
+        "spec.agent.access.issuers[1].jwksUrl"  # nothing listed: cluster Services only
+    )
+    with pytest.raises(ValueError, match=r"issuers\.0\.jwksUrl"):  # plain HTTP: never
+        AgentDeploymentSpec.model_validate(_issuers("http://keycloak.auth.svc/certs"))
+
+
+def test_values_in_lists_are_found_with_their_index() -> None:
+    wire = {"a": {"items": [{"u": "x"}, {}, {"u": "z"}]}, "b": None}
+    assert values_at(wire, "a.items[].u") == [("a.items[0].u", "x"), ("a.items[2].u", "z")]
+    assert values_at(wire, "b.items[].u") == []
+    assert values_at({"a": {"items": "not a list"}}, "a.items[].u") == []
+    assert values_at(wire, "a") == [("a", wire["a"])]
 
 
 def test_malformed_allowlist_entries_are_refused() -> None:

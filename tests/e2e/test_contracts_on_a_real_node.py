@@ -344,6 +344,117 @@ def test_an_eval_job_writes_scores_into_the_status(platform: Platform) -> None:
     assert_eval_questions_traced(platform)
 
 
+# A caller's pod: POSTs the seed's question to the agent with the token its kubelet mounted (a
+# TokenRequest of the pod's ServiceAccount, audience the agent's) and prints the status it got.
+ASK_WITH_MOUNTED_TOKEN = """
+import json, sys, urllib.error, urllib.request
+token = open("/var/run/secrets/caller/token").read().strip()
+request = urllib.request.Request(sys.argv[1], data=json.dumps({"question": sys.argv[2]}).encode(),
+    headers={"Content-Type": "application/json", "Authorization": "Bearer " + token})
+try:
+    status = urllib.request.urlopen(request, timeout=120).status
+except urllib.error.HTTPError as err:
+    status = err.code
+print("status", status)
+"""
+
+
+def _caller_job(name: str, account: str, audience: str, image: str, url: str) -> dict[str, Any]:
+    """A Job whose pod runs as ServiceAccount ``account`` with a projected token for
+    ``audience`` and asks the agent at ``url`` once (restricted Pod Security, no other token)."""
+    pod = {
+        "serviceAccountName": account,
+        "automountServiceAccountToken": False,
+        "restartPolicy": "Never",
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65532,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [
+            {
+                "name": "ask",
+                "image": image,
+                "imagePullPolicy": "Never",
+                "command": ["python", "-c", ASK_WITH_MOUNTED_TOKEN, url, SEED_QUESTION],
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+                "volumeMounts": [{"name": "caller", "mountPath": "/var/run/secrets/caller"}],
+            }
+        ],
+        "volumes": [
+            {
+                "name": "caller",
+                "projected": {
+                    "sources": [
+                        {
+                            "serviceAccountToken": {
+                                "path": "token",
+                                "audience": audience,
+                                "expirationSeconds": 3600,
+                            }
+                        }
+                    ]
+                },
+            }
+        ],
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": APP},
+        "spec": {"backoffLimit": 0, "template": {"spec": pod}},
+    }
+
+
+def _audit_records(platform: Platform) -> list[dict[str, Any]]:
+    """The audit records every agent pod wrote (their whole output)."""
+    out = platform.kubectl("logs", "-n", APP, "-l", AGENT_PODS, "--tail=-1", check=False).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith('{"audit"')]
+
+
+def test_pods_authenticate_with_projected_tokens_and_another_account_is_refused(
+    platform: Platform,
+) -> None:
+    """Real identities end to end: the eval Job's pod (the previous test) was admitted by its
+    projected ServiceAccount token; two pods identical but for their ServiceAccount — the
+    portal's, which the example admits, and one no rule names — each send the token their
+    kubelet obtained by TokenRequest for the agent's audience: 200 and 401."""
+    eval_account = "contracts-weekly-eval"
+    records = [
+        r
+        for r in _audit_records(platform)
+        if r.get("subject") == f"system:serviceaccount:{APP}:{eval_account}"
+    ]
+    assert {(r["caller"], r["proof"]) for r in records} == {("eval-contracts-weekly", "token")}
+    assert any(r["outcome"] == "answered" for r in records), records
+    audience = platform.get("agentdeployment", "contracts", "-n", APP)["status"]["agentAudience"]
+    platform.portal_token()  # creates the portal's ServiceAccount when it is missing
+    platform.kubectl("create", "serviceaccount", "contracts-intruder", "-n", APP)
+    url = platform.service_url(APP, "contracts-agent", "http") + "/v1/query"
+    image = platform.images["testkit"]
+    jobs = {"portal": "contracts-portal", "intruder": "contracts-intruder"}
+    platform.apply(
+        [_caller_job(f"ask-as-{who}", acct, audience, image, url) for who, acct in jobs.items()]
+    )
+    for who in jobs:
+        platform.kubectl("wait", "--for=condition=complete", f"job/ask-as-{who}", "-n", APP,
+                         "--timeout=300s", timeout=330)  # fmt: skip
+    said = {
+        who: platform.kubectl("logs", f"job/ask-as-{who}", "-n", APP).stdout.strip() for who in jobs
+    }
+    assert said == {"portal": "status 200", "intruder": "status 401"}, said
+    refused = eventually(
+        "the agent's audit record of the intruder's request",
+        lambda: [r for r in _audit_records(platform) if r["outcome"] == "unauthenticated"],
+        timeout=60,
+    )
+    assert all(r["caller"] is None for r in refused)
+
+
 def test_a_real_prometheus_scraping_as_the_servicemonitor_says_sees_the_scores(
     platform: Platform, tmp_path: Path
 ) -> None:

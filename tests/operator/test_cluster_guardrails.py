@@ -137,6 +137,35 @@ def test_an_image_outside_the_allowlist_is_not_run(
     assert not _get(kube, namespace, "deployment/contracts-agent")
 
 
+def test_a_jwks_url_outside_the_allowlist_is_never_contacted(
+    kube: Any, namespace: str, operator: OperatorProcess
+) -> None:
+    """A token issuer's jwksUrl is a host the agent's pods would contact: the operator checks it
+    against the allowlists like every endpoint, and names the issuer's entry."""
+    agent = copy.deepcopy(ENDPOINT_AGENT)
+    issuers = [
+        {"issuer": "https://idp.example", "jwksUrl": "https://keycloak.auth.svc/realms/x/certs"},
+        {"issuer": "https://evil.example", "jwksUrl": "https://keys.attacker.example/jwks"},
+    ]
+    agent["spec"]["agent"] = {"access": {"issuers": issuers}}
+    _apply(kube, namespace, agent)
+    ready = _reported(kube, namespace, "agentdeployment/contracts", "EndpointNotAllowed")
+    assert ready["message"].startswith(
+        "spec.agent.access.issuers[1].jwksUrl: not an allowed endpoint"
+    )
+    assert not _get(kube, namespace, "configmap/contracts-agent")
+    assert not _get(kube, namespace, "deployment/contracts-agent")
+    agent["spec"]["agent"]["access"]["issuers"] = issuers[:1]  # a Service of the cluster: fine
+    _apply(kube, namespace, agent)
+    config = eventually(
+        lambda: _get(kube, namespace, "configmap/contracts-agent"), what="the agent rendered"
+    )
+    file = yaml.safe_load(config["data"]["config.yaml"])
+    jwks = [i["jwksUrl"] for i in file["access"]["issuers"]]
+    assert "https://keycloak.auth.svc/realms/x/certs" in jwks
+    assert not any("attacker" in url for url in jwks)
+
+
 def test_trust_remote_code_is_refused_by_the_operator(
     kube: Any, namespace: str, operator: OperatorProcess
 ) -> None:

@@ -10,10 +10,13 @@ from typing import Any
 import pytest
 
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec, ToolBindingSpec
+from sleuth.core.api.v1alpha1.access import AccessSpec
 from sleuth.core.api.v1alpha1.secretuse import tool_secret_uses
 from sleuth.core.errors import KubeRejected
 from sleuth.core.kube import Kube
+from sleuth.operator.accesscheck import check_key_secrets
 from sleuth.operator.guard import (
+    SecretVerdict,
     check_secret_uses,
     secrets_read,
     spec_refusal,
@@ -223,3 +226,75 @@ def test_every_secret_a_rendered_pod_reads_is_one_the_reconciler_checks() -> Non
     job = render_eval_cronjob(owner, schedule, target, settings)
     uses = eval_secret_uses(schedule) + agent_uses("a", target.model_api_key, target.tracing)
     assert secrets_read(job) == {u.ref.name for u in uses} == {"judge", "model-key", "otel"}
+
+
+def _keys(name: str, uses: str | None, data: dict[str, str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if uses is not None:
+        meta["annotations"] = {"sleuth.dev/allowed-uses": uses}
+    return {"metadata": meta, "data": data}
+
+
+def test_every_caller_key_secret_that_cannot_be_used_is_reported_naming_its_field() -> None:
+    """Missing, unreadable (403), not opted in, empty: each is on the status with the caller's
+    field; only the usable one is checked, and the refusal keeps the agent from rendering."""
+    callers = [{"name": f"c{i}", "apiKeySecretRef": {"name": f"keys-{i}"}} for i in range(5)] + [
+        {"name": "portal", "serviceAccount": {"name": "portal"}}
+    ]
+    access = AccessSpec.model_validate({"callers": callers})
+    secrets = Secrets(
+        {
+            "keys-0": _keys("keys-0", "AgentDeployment/caller-api-keys", {"k": "a2V5"}),
+            # keys-1 is missing
+            "keys-2": None,  # the operator may not read it
+            "keys-3": _keys("keys-3", "ToolBinding/web_search", {"k": "a2V5"}),
+            "keys-4": _keys("keys-4", "AgentDeployment", {}),
+        }
+    )
+    verdict = check_key_secrets(secrets, "team-a", access, SecretVerdict())
+    assert verdict.checked == {"keys-0"}
+    assert verdict.missing == [
+        "spec.agent.access.callers[1].apiKeySecretRef: Secret keys-1 not found (the agent's pods "
+        "cannot start)",
+        "spec.agent.access.callers[4].apiKeySecretRef: Secret keys-4 holds no key (its caller is "
+        "refused)",
+    ]
+    assert verdict.unverifiable == [
+        "spec.agent.access.callers[2].apiKeySecretRef: Secret keys-2 is not used: the operator "
+        "may not read Secrets in namespace team-a, so it cannot tell whether the Secret allows "
+        "AgentDeployment/caller-api-keys"
+    ]
+    (not_allowed,) = verdict.not_allowed
+    assert not_allowed.startswith("spec.agent.access.callers[3].apiKeySecretRef: Secret keys-3")
+    assert "add AgentDeployment/caller-api-keys" in not_allowed
+    refusal = verdict.refusal()
+    assert refusal is not None
+    assert refusal.reason == "SecretNotAllowed"  # the worst first, every problem in the message
+    assert "callers[1]" in refusal.message
+    assert "callers[2]" in refusal.message
+    assert "a2V5" not in refusal.message  # never a key
+
+
+def test_a_jwks_url_outside_the_allowlist_is_refused_before_anything_is_rendered() -> None:
+    spec = AgentDeploymentSpec.model_validate(
+        {
+            "model": ENDPOINT,
+            "agent": {
+                "access": {
+                    "issuers": [
+                        {"issuer": "https://idp.example", "jwksUrl": "https://idp.example/keys"}
+                    ]
+                }
+            },
+        }
+    )
+    refused = spec_refusal(AgentDeploymentSpec, spec, RenderSettings())
+    assert refused is not None
+    assert refused.reason == "EndpointNotAllowed"
+    assert refused.message.startswith("spec.agent.access.issuers[0].jwksUrl: not an allowed")
+    settings = RenderSettings()
+    allowed = dataclasses.replace(
+        settings,
+        allowlists=dataclasses.replace(settings.allowlists, hosts=("https://idp.example",)),
+    )
+    assert spec_refusal(AgentDeploymentSpec, spec, allowed) is None

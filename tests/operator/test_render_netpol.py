@@ -130,6 +130,27 @@ def test_an_endpoint_model_judge_and_tracing_are_the_agents_other_peers() -> Non
     assert not any("sleuth-model" in str(rule) for rule in egress)  # no model pods of its own
 
 
+def test_the_jwks_of_an_external_issuer_is_one_of_the_agents_peers() -> None:
+    spec = AgentDeploymentSpec.model_validate(
+        {
+            "model": {"endpoint": "http://vllm.models.svc:8000/v1", "servedModelName": "m"},
+            "agent": {
+                "access": {
+                    "issuers": [
+                        {
+                            "issuer": "https://login.example",
+                            "jwksUrl": "https://keycloak.auth.svc:8443/realms/x/certs",
+                        }
+                    ]
+                }
+            },
+        }
+    )
+    egress = agent_network_policy(AGENT, spec, [], SETTINGS)["spec"]["egress"]
+    assert {"to": [_ns("auth")]} in egress  # the JWKS's Service, and nowhere else
+    assert not any("0.0.0.0/0" in str(rule) for rule in egress)
+
+
 def test_the_model_server_admits_its_agent_and_eval_jobs_only() -> None:
     spec = model_network_policy(AGENT, SETTINGS)["spec"]
     assert spec["policyTypes"] == ["Ingress"]

@@ -43,7 +43,7 @@ def agent_egress_urls(
 ) -> list[str]:
     """The servers the agent calls besides its tool services and its own model server, read
     from the configuration file it is given: an endpoint model, the online evaluation's judge
-    and embeddings endpoints, the tracing endpoint."""
+    and embeddings endpoints, the tracing endpoint, the JWKS of its external token issuers."""
     config = agent_config(owner, spec, bindings, settings)
     urls = [] if spec.model.serves else [str(config.model.endpoint)]
     online = config.online_eval
@@ -52,7 +52,8 @@ def agent_egress_urls(
     if online.embeddings.endpoint is not None:
         urls.append(str(online.embeddings.endpoint))
     tracing = effective_tracing(spec.agent.tracing, settings.tracing)
-    return urls + tracing_urls(tracing)
+    jwks = [issuer.jwks_url for issuer in spec.agent.access.issuers or []]
+    return urls + tracing_urls(tracing) + jwks
 
 
 def agent_network_policy(

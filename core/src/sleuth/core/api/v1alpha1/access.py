@@ -21,7 +21,12 @@ from pydantic import ConfigDict, Field, model_validator
 
 from sleuth.core.api.access_config import MAX_CALLERS, MAX_CLAIMS, MAX_ISSUERS
 from sleuth.core.api.fields import CallerName, Grants, QuestionAudit
-from sleuth.core.api.v1alpha1.common import DNS_NAME, LocalObjectRef, SpecModel
+from sleuth.core.api.v1alpha1.common import (
+    DNS_NAME,
+    HTTPS_URL_PATTERN,
+    LocalObjectRef,
+    SpecModel,
+)
 
 
 class ServiceAccountSubject(SpecModel):
@@ -129,8 +134,11 @@ class AccessIssuer(SpecModel):
     )
     jwks_url: str = Field(
         max_length=2048,
-        pattern=r"^https://\S+$",
-        description="Where its signing keys (JWKS) are read (https).",
+        pattern=HTTPS_URL_PATTERN,
+        description="Where its signing keys (JWKS) are read (https): the agent's pods contact "
+        "it, so like every endpoint it must be a Service of the cluster by its cluster name or "
+        "a host the platform team allows (the operator's --allowed-hosts, the chart's "
+        "admission.allowedHosts).",
     )
     audience: str | None = Field(
         default=None,

@@ -1,7 +1,7 @@
 """Where a resource may send requests and what it may run: the platform team's allowlists.
 
 A spec's endpoints (every URL field: the model endpoint, Qdrant, embeddings, reranker, web
-search, judges, tracing) may name only
+search, judges, tracing, the JWKS of an AgentDeployment's token issuers) may name only
 
 - a Service of the cluster by its cluster name, ``<service>.<namespace>.svc`` or
   ``<service>.<namespace>.svc.<cluster domain>`` (plain HTTP allowed: it stays in the cluster);
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from sleuth.core.api.v1alpha1.specpaths import endpoint_paths, image_paths, value_at
+from sleuth.core.api.v1alpha1.specpaths import endpoint_paths, image_paths, value_at, values_at
 
 DEFAULT_CLUSTER_DOMAIN = "cluster.local"
 OFFICIAL_VLLM_REPOSITORIES = ("vllm/vllm-openai", "docker.io/vllm/vllm-openai")
@@ -116,9 +116,9 @@ def endpoint_problem(model: type[BaseModel], wire: dict[str, object], allow: All
     """The first endpoint of a spec (wire form) outside the allowlist, as a message naming the
     field; "" when every one is allowed."""
     for path in endpoint_paths(model):
-        url = value_at(wire, path)
-        if isinstance(url, str) and not endpoint_allowed(url, allow):
-            return f"spec.{path}: not an allowed endpoint: use {ENDPOINT_RULE}"
+        for where, url in values_at(wire, path):
+            if isinstance(url, str) and not endpoint_allowed(url, allow):
+                return f"spec.{where}: not an allowed endpoint: use {ENDPOINT_RULE}"
     return ""
 
 
@@ -143,11 +143,9 @@ def _cel(text: str) -> str:
     return "'" + text.replace("\\", "\\\\") + "'"
 
 
-def _has_chain(path: str) -> str:
+def _has_chain(path: str, root: str = "object.spec") -> str:
     steps = path.split(".")
-    return " && ".join(
-        "has(object.spec." + ".".join(steps[: i + 1]) + ")" for i in range(len(steps))
-    )
+    return " && ".join(f"has({root}." + ".".join(steps[: i + 1]) + ")" for i in range(len(steps)))
 
 
 def _endpoint_ok(value: str) -> str:
@@ -182,10 +180,19 @@ def validations(model: type[BaseModel]) -> list[dict[str, str]]:
     field, each refusing with a message that names the field."""
     out = []
     for path in endpoint_paths(model):
-        value = f"object.spec.{path}"
+        if "[]" in path:  # every item of the list (specpaths allows one list on the way)
+            listed, _, rest = path.partition("[].")
+            value = f"item.{rest}"
+            check = (
+                f"object.spec.{listed}.all(item, !({_has_chain(rest, 'item')}) || "
+                f"{_endpoint_ok(value)})"
+            )
+            expression = f"!({_has_chain(listed)}) || {check}"
+        else:
+            expression = f"!({_has_chain(path)}) || {_endpoint_ok(f'object.spec.{path}')}"
         out.append(
             {
-                "expression": f"!({_has_chain(path)}) || {_endpoint_ok(value)}",
+                "expression": expression,
                 "message": f"spec.{path}: not an allowed endpoint: use {ENDPOINT_RULE}",
                 "reason": "Invalid",
             }

@@ -4,8 +4,11 @@ The guardrails (:mod:`~sleuth.core.api.v1alpha1.secretuse`,
 :mod:`~sleuth.core.api.v1alpha1.allowlists`) must see every such field of every kind, including
 fields added later; so the paths come from walking each spec model's JSON schema, never from a
 list kept by hand: a :class:`~sleuth.core.api.v1alpha1.common.SecretKeyRef` is a Secret
-reference, a string with the URL pattern is an endpoint, a string field named ``image`` is an
-image. Paths are camelCase and relative to ``spec`` (``vectorSearch.embedding.endpoint``).
+reference, a string with one of the URL patterns (:data:`ENDPOINT_PATTERNS`) is an endpoint, a
+string field named ``image`` is an image. Paths are camelCase and relative to ``spec``
+(``vectorSearch.embedding.endpoint``); an endpoint in the items of a list has ``[]`` after the
+list's name (``agent.access.issuers[].jwksUrl``), and :func:`values_at` gives each item's value
+with its index (``agent.access.issuers[1].jwksUrl``).
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from sleuth.core.api.v1alpha1.common import HTTPS_URL_PATTERN
 from sleuth.core.api.v1alpha1.evalschedule import URL_PATTERN
 
 SECRET_REF_DEF = "SecretKeyRef"
+ENDPOINT_PATTERNS = (URL_PATTERN, HTTPS_URL_PATTERN)
 
 
 def _deref(node: dict[str, Any], defs: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
@@ -56,12 +61,14 @@ def _fields(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
     for path, name, node in _walk(schema, defs, ""):
         if name == SECRET_REF_DEF:
             found.add(("secret", path))
-        elif node.get("type") == "string" and node.get("pattern") == URL_PATTERN:
+        elif node.get("type") == "string" and node.get("pattern") in ENDPOINT_PATTERNS:
             found.add(("endpoint", path))
         elif node.get("type") == "string" and path.rsplit(".", 1)[-1] == "image":
             found.add(("image", path))
-    listed = [p for _, p in found if "[]" in p]
-    if listed:  # value_at and the CEL generator read plain paths only: extend them first
+    # Secret references and images are read with value_at (plain paths); endpoints with
+    # values_at, and the CEL generator takes one list on the way: extend them first.
+    listed = [p for kind, p in found if "[]" in p and (kind != "endpoint" or p.count("[]") > 1)]
+    if listed:
         raise NotImplementedError(f"{model.__name__}: a guarded field inside a list: {listed}")
     return tuple(sorted(found))
 
@@ -91,4 +98,31 @@ def value_at(wire: dict[str, Any], path: str) -> Any:
     return node
 
 
-__all__ = ["endpoint_paths", "image_paths", "secret_ref_paths", "value_at"]
+def values_at(wire: dict[str, Any], path: str) -> list[tuple[str, Any]]:
+    """(path with each list index filled in, value) of every value at ``path``, which may step
+    into the items of lists (``a.list[].b``); absent steps give nothing."""
+    found: list[tuple[str, Any]] = [("", wire)]
+    for step in path.split("."):
+        name, listed = (step[:-2], True) if step.endswith("[]") else (step, False)
+        nxt: list[tuple[str, Any]] = []
+        for where, node in found:
+            value = node.get(name) if isinstance(node, dict) else None
+            here = f"{where}.{name}" if where else name
+            if value is None:
+                continue
+            if not listed:
+                nxt.append((here, value))
+            elif isinstance(value, list):
+                nxt += [(f"{here}[{i}]", item) for i, item in enumerate(value)]
+        found = nxt
+    return found
+
+
+__all__ = [
+    "ENDPOINT_PATTERNS",
+    "endpoint_paths",
+    "image_paths",
+    "secret_ref_paths",
+    "value_at",
+    "values_at",
+]
