@@ -396,11 +396,11 @@ def tool_calls(url: str) -> Counter[str]:
 
 
 def stampede(workdir: Path) -> dict[str, Any]:
-    import pgserver  # the embedded PostgreSQL (a dependency of the sleuth distribution)
+    from sleuth.demo.postgres import embedded_postgres  # pgserver, a dependency of sleuth
 
     rows = []
     data = Path(tempfile.mkdtemp(prefix="faults-pg-"))
-    with pgserver.get_server(data, cleanup_mode="delete") as server:
+    with embedded_postgres(data, cleanup_mode="delete") as server:
         owner = server.get_uri()
         asyncio.run(prepare_db(owner))
         scheme, rest = owner.split("://", 1)

@@ -19,6 +19,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from sleuth.demo.postgres import embedded_postgres
 from sleuth.tools.sample.contracts import load_postgres
 from tests.support.paths import ROOT
 
@@ -53,9 +54,9 @@ async def _prepare(owner_dsn: str) -> None:
 def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
     # pgserver keeps a lock file in the user runtime dir, read when it is imported.
     os.environ.setdefault("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("xdg")))
-    pgserver = pytest.importorskip("pgserver")
+    pytest.importorskip("pgserver")
     data = tmp_path_factory.mktemp("pgdata")
-    with pgserver.get_server(data, cleanup_mode="delete") as server:
+    with embedded_postgres(data, cleanup_mode="delete") as server:
         owner = server.get_uri()
         asyncio.run(_prepare(owner))
         yield Postgres(owner_dsn=owner, reader_dsn=_with_user(owner, "sleuth_reader"))

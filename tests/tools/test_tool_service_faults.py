@@ -245,7 +245,7 @@ def password_server(
     pg_hba.conf is edited while the server is stopped and read when it starts again: a
     reload is not enough here (the server runs as pgserver's own user, which cannot always
     reopen its files under pytest's private temporary folders)."""
-    import pgserver
+    from sleuth.demo.postgres import embedded_postgres
 
     data = tmp_path_factory.mktemp("pgdata-password")
 
@@ -261,10 +261,10 @@ def password_server(
         finally:
             await conn.close()
 
-    with pgserver.get_server(data, cleanup_mode="stop") as server:
+    with embedded_postgres(data, cleanup_mode="stop") as server:
         hba = Path(asyncio.run(setup(server.get_uri())))
     hba.write_text("local all sleuth_pw scram-sha-256\n" + hba.read_text(encoding="utf-8"))
-    with pgserver.get_server(data, cleanup_mode="delete") as server:
+    with embedded_postgres(data, cleanup_mode="delete") as server:
         owner = server.get_uri()
         yield Postgres(owner_dsn=owner, reader_dsn=owner)
 

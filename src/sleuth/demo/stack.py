@@ -38,6 +38,7 @@ from sleuth.core.embeddings import LocalEmbedder
 from sleuth.core.guided import GuidedFormat, ToolCalling
 from sleuth.core.llm import ChatModel, OpenAIChatModel
 from sleuth.core.process import LOOPBACK, free_port
+from sleuth.demo.postgres import embedded_postgres
 from sleuth.demo.progress import ProgressModel
 from sleuth.tools.base import Tool
 from sleuth.tools.ingest import ingest, sample_documents
@@ -188,12 +189,8 @@ async def embedded_stack(planner: Planner | None = None) -> AsyncIterator[Stack]
     """Start PostgreSQL, Qdrant local mode, the embedding model and the web fixture."""
     workdir = Path(tempfile.mkdtemp(prefix="sleuth-demo-"))
     os.environ.setdefault("XDG_RUNTIME_DIR", str(workdir))  # pgserver keeps a lock file there
-    import pgserver  # heavy, demo only
-
     async with contextlib.AsyncExitStack() as stack:
-        server = stack.enter_context(
-            pgserver.get_server(workdir / "pg", cleanup_mode="delete")  # type: ignore[attr-defined]
-        )
+        server = stack.enter_context(embedded_postgres(workdir / "pg", cleanup_mode="delete"))
         reader_uri = await _prepare_postgres(server.get_uri())
         pool = await create_pool(reader_uri)
         stack.push_async_callback(pool.close)
