@@ -4,29 +4,45 @@ A model server without a tool-call parser for its model (llama.cpp's servers wit
 without ``--tool-call-parser``) still constrains output to a JSON Schema (structured output).
 In guided mode the model client sends ``tools`` as usual, so the model's own chat template shows
 them the way the model was trained, plus the schema of :func:`reply_schema`; the reply is one JSON
-object in one of three forms::
+object in one of two forms, each beginning with a short ``thought``::
 
-    {"name": "sql_query", "arguments": {"query": "SELECT ..."}}           one call
-    {"tool_calls": [{"name": ..., "arguments": {...}}, ...]}                independent calls
-    {"answer": "the final answer"}
+    {"thought": "A count: SQL.", "tool_calls": [{"name": "sql_query", "arguments": {...}}]}
+    {"thought": "A greeting: no data needed.", "answer": "Hello! ..."}
 
-The schema has one branch per bound tool (``name`` a constant, ``arguments`` that tool's own
-argument schema) — the shape Hermes-style models write on their own —, a list of 2 to
-``max_calls`` such calls (parallel calls; left out when ``max_calls`` is 1), and the answer
-branch. :func:`parse_reply` turns the reply into the same :class:`~sleuth.core.llm.ModelTurn` the
-native path produces (tool calls with ids ``call_<turn>_<index>``), so the loop, the trace and
-the evals do not change; the conversation keeps its native shape (assistant ``tool_calls``,
-``tool`` messages), which tool-aware chat templates render.
+The order of the fields is the point: a decoder writes left to right, so the model states what
+the question needs *before* the grammar makes it commit to calling a tool or answering. Without
+the thought the first key decided, and a model whose chat template had just listed tools always
+chose a call (issue 33: 0 of 8 no-tool questions answered). ``tool_calls`` holds 1 to
+``max_calls`` calls (several = parallel calls), each ``name`` a constant and ``arguments`` that
+tool's own argument schema. The thought goes to the trace (and the ReAct transcript), never into
+the answer.
+
+A grammar is invisible to the model, so :func:`with_reply_instructions` adds
+:data:`REPLY_INSTRUCTIONS` (the two forms and when to use each) as a system message after the
+conversation's first one — after the tool list the chat template renders there — so it is the
+last thing the model reads before the question.
+
+:func:`parse_reply` turns the reply into a :class:`GuidedReply`, which the model client makes the
+same :class:`~sleuth.core.llm.ModelTurn` the native path produces (tool calls with ids
+``call_<turn>_<index>``), so the loop, the trace and the evals do not change; the conversation
+keeps its native shape (assistant ``tool_calls``, ``tool`` messages), which tool-aware chat
+templates render. It also reads the forms a server that ignored the schema may write: no
+thought, or one call as ``{"name": ..., "arguments": {...}}``.
 
 Two wire forms carry the schema (:data:`GuidedFormat`): ``json_schema`` is OpenAI's
 ``response_format: {"type": "json_schema", "json_schema": {"name", "schema"}}`` (vLLM, llama.cpp's
 ``llama-server``); ``json_object`` is ``response_format: {"type": "json_object", "schema": ...}``
 (llama-cpp-python's server, which refuses the first form, and ``llama-server``).
+
+This module is the one home of the reply schema: the agent's loop, the TSA runner and
+``sleuth ask --planner local`` all reach it through :class:`~sleuth.core.llm.OpenAIChatModel`.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sleuth.core.errors import ModelResponseError
@@ -36,6 +52,20 @@ GuidedFormat = Literal["json_schema", "json_object"]
 SCHEMA_NAME = "sleuth_turn"
 DEFAULT_MAX_CALLS = 4
 """Calls one guided reply may hold (parallel calls); 1 when the agent runs calls one by one."""
+THOUGHT = "thought"
+ANSWER = "answer"
+CALLS = "tool_calls"
+
+REPLY_INSTRUCTIONS = """\
+Reply with one JSON object. First "thought": one short sentence saying what the question needs. \
+Then exactly one of:
+- "answer": your reply to the user, when no tool is needed (greetings, thanks, small talk, \
+general knowledge, arithmetic, unit conversions, translations, writing) or when the tool \
+results above already answer the question;
+- "tool_calls": the tool calls to make now. Put several calls in the list when the question has \
+independent parts (for example a total from SQL and a clause from the documents). When a later \
+step needs the result of an earlier one, call only the first tool now."""
+"""What the grammar does not tell the model: the two forms and when each one is right."""
 
 
 class GuidedReplyError(ModelResponseError):
@@ -45,6 +75,15 @@ class GuidedReplyError(ModelResponseError):
     def __init__(self, message: str, *, text: str) -> None:
         super().__init__(message)
         self.text = text
+
+
+@dataclass(frozen=True, slots=True)
+class GuidedReply:
+    """A parsed guided reply: the thought, and the answer or the calls ``(id, name, args)``."""
+
+    thought: str | None
+    answer: str | None
+    calls: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def _function(tool: dict[str, Any]) -> dict[str, Any]:
@@ -74,35 +113,39 @@ def _call_schema(tool: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _thought_then(key: str, value: dict[str, Any]) -> dict[str, Any]:
+    """An object whose first field is the thought and whose second is ``key``."""
+    return {
+        "type": "object",
+        "properties": {THOUGHT: {"type": "string"}, key: value},
+        "required": [THOUGHT, key],
+        "additionalProperties": False,
+    }
+
+
 def reply_schema(tools: list[dict[str, Any]], max_calls: int = DEFAULT_MAX_CALLS) -> dict[str, Any]:
     """The JSON Schema of one guided reply for the OpenAI ``tools`` list (see the module doc)."""
     if max_calls < 1:
         raise ValueError(f"max_calls must be at least 1, got {max_calls}")
-    answer = {
-        "type": "object",
-        "properties": {"answer": {"type": "string"}},
-        "required": ["answer"],
-        "additionalProperties": False,
-    }
+    answer = _thought_then(ANSWER, {"type": "string"})
     calls = [_call_schema(tool) for tool in tools]
-    branches: list[dict[str, Any]] = list(calls)
-    if calls and max_calls > 1:
-        branches.append(
-            {
-                "type": "object",
-                "properties": {
-                    "tool_calls": {
-                        "type": "array",
-                        "items": calls[0] if len(calls) == 1 else {"anyOf": calls},
-                        "minItems": 2,
-                        "maxItems": max_calls,
-                    }
-                },
-                "required": ["tool_calls"],
-                "additionalProperties": False,
-            }
-        )
-    return {"anyOf": [*branches, answer]} if branches else answer
+    if not calls:
+        return answer
+    listed = {
+        "type": "array",
+        "items": calls[0] if len(calls) == 1 else {"anyOf": calls},
+        "minItems": 1,
+        "maxItems": max_calls,
+    }
+    return {"anyOf": [_thought_then(CALLS, listed), answer]}
+
+
+def with_reply_instructions(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with :data:`REPLY_INSTRUCTIONS` as a system message after the first system
+    message (first of all when there is none); the list given is not changed."""
+    note = {"role": "system", "content": REPLY_INSTRUCTIONS}
+    at = 1 if messages and messages[0].get("role") == "system" else 0
+    return [*messages[:at], note, *messages[at:]]
 
 
 def response_format(schema: dict[str, Any], fmt: GuidedFormat) -> dict[str, Any]:
@@ -125,25 +168,30 @@ def schema_of_request(body: dict[str, Any]) -> dict[str, Any] | None:
     return schema if isinstance(schema, dict) else None
 
 
+def _branches(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    return [b for b in schema.get("anyOf", [schema]) if isinstance(b, dict)]
+
+
 def is_reply_schema(schema: dict[str, Any]) -> bool:
     """Whether ``schema`` is one :func:`reply_schema` wrote (an answer branch is always there)."""
-    branches = schema.get("anyOf", [schema])
-    return any(isinstance(b, dict) and set(b.get("properties", {})) == {"answer"} for b in branches)
+    return any(set(b.get("properties", {})) == {THOUGHT, ANSWER} for b in _branches(schema))
 
 
 def schema_tool_names(schema: dict[str, Any]) -> list[str]:
     """Tool names a :func:`reply_schema` offers, in order."""
     names: list[str] = []
-    for branch in schema.get("anyOf", [schema]):
-        const = branch.get("properties", {}).get("name", {}).get("const")
-        if isinstance(const, str) and const not in names:
-            names.append(const)
+    for branch in _branches(schema):
+        items = branch.get("properties", {}).get(CALLS, {}).get("items", {})
+        for call in items.get("anyOf", [items]):
+            const = call.get("properties", {}).get("name", {}).get("const")
+            if isinstance(const, str) and const not in names:
+                names.append(const)
     return names
 
 
-def encode_calls(calls: list[tuple[str, Any]]) -> str:
-    """The guided JSON of tool calls ``(name, arguments)``: one call alone, several in
-    ``tool_calls``. Arguments that are not a JSON object (text a model wrote) are kept as text."""
+def encode_calls(calls: list[tuple[str, Any]], thought: str = "") -> str:
+    """The guided JSON of tool calls ``(name, arguments)``. Arguments that are not a JSON object
+    (text a model wrote) are kept as text."""
     out = []
     for name, arguments in calls:
         if isinstance(arguments, str):
@@ -153,11 +201,22 @@ def encode_calls(calls: list[tuple[str, Any]]) -> str:
                 parsed = arguments
             arguments = parsed
         out.append({"name": name, "arguments": arguments})
-    return json.dumps(out[0] if len(out) == 1 else {"tool_calls": out}, ensure_ascii=False)
+    return json.dumps({THOUGHT: thought, CALLS: out}, ensure_ascii=False)
 
 
-def encode_answer(text: str) -> str:
-    return json.dumps({"answer": text}, ensure_ascii=False)
+def encode_answer(text: str, thought: str = "") -> str:
+    return json.dumps({THOUGHT: thought, ANSWER: text}, ensure_ascii=False)
+
+
+_ANSWER_BEGUN = re.compile(
+    r'\s*\{\s*(?:"thought"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*)?"answer"\s*:', re.DOTALL
+)
+
+
+def began_answer(text: str) -> bool:
+    """Whether a reply (perhaps cut at max_tokens) had chosen the answer: its first key after the
+    thought is ``answer``. The decision is made then, whatever the cut took away."""
+    return _ANSWER_BEGUN.match(text) is not None
 
 
 def turn_index(messages: list[dict[str, Any]]) -> int:
@@ -165,11 +224,22 @@ def turn_index(messages: list[dict[str, Any]]) -> int:
     return sum(1 for m in messages if m.get("role") == "assistant")
 
 
-def parse_reply(text: str | None, turn: int) -> tuple[str | None, list[tuple[str, str, str]]]:
-    """``(answer, calls)`` from a guided reply; calls are ``(id, name, arguments_text)``.
+def _forms_error(raw: str) -> GuidedReplyError:
+    return GuidedReplyError(
+        'guided reply is neither {"thought": text, "answer": text} nor '
+        f'{{"thought": text, "tool_calls": [{{"name": tool, "arguments": {{...}}}}]}}: '
+        f"{raw[:200]!r}",
+        text=raw,
+    )
 
-    Raises :class:`GuidedReplyError` when the text is not one of the three forms. A call of a tool
-    that was not offered is kept (the loop tells the model it is unknown), as on the native path.
+
+def parse_reply(text: str | None, turn: int) -> GuidedReply:
+    """The thought and the answer or the calls of a guided reply; calls get the ids
+    ``call_<turn>_<index>`` and their arguments as JSON text.
+
+    Raises :class:`GuidedReplyError` when the text is none of the forms (see the module doc). A
+    call of a tool that was not offered is kept (the loop tells the model it is unknown), as on
+    the native path.
     """
     raw = (text or "").strip()
     try:  # not strict: grammar-constrained servers (llama.cpp) let raw newlines into strings
@@ -180,24 +250,24 @@ def parse_reply(text: str | None, turn: int) -> tuple[str | None, list[tuple[str
         ) from exc
     if not isinstance(data, dict):
         raise GuidedReplyError(f"guided reply is not a JSON object: {raw[:200]!r}", text=raw)
-    if set(data) == {"answer"} and isinstance(data["answer"], str):
-        return data["answer"], []
+    thought = data.pop(THOUGHT, None)
+    if thought is not None and not isinstance(thought, str):
+        raise _forms_error(raw)
+    thought = thought.strip() or None if thought is not None else None
+    if set(data) == {ANSWER} and isinstance(data[ANSWER], str):
+        return GuidedReply(thought, data[ANSWER])
     if set(data) == {"name", "arguments"}:
         calls: Any = [data]
-    elif set(data) == {"tool_calls"}:
-        calls = data["tool_calls"]
+    elif set(data) == {CALLS}:
+        calls = data[CALLS]
     else:
         calls = None
     if not isinstance(calls, list) or not calls:
-        raise GuidedReplyError(
-            'guided reply is none of {"answer": text}, {"name": tool, "arguments": {...}} and '
-            f'{{"tool_calls": [...]}}: {raw[:200]!r}',
-            text=raw,
-        )
+        raise _forms_error(raw)
     out = []
     for i, call in enumerate(calls):
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
             raise GuidedReplyError(f"guided tool_calls[{i}] has no name: {raw[:200]!r}", text=raw)
         arguments = call.get("arguments", {})
         out.append((f"call_{turn}_{i}", call["name"], json.dumps(arguments, ensure_ascii=False)))
-    return None, out
+    return GuidedReply(thought, None, out)
