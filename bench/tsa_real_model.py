@@ -81,7 +81,10 @@ def _combine(paths: list[Path], split: str) -> list[dict[str, Any]]:
             key = (run["model"], run["mode"])
             seen = runs.setdefault(key, {"results": {}, "wall_s": 0.0, "tokens": 0})
             seen["wall_s"] += run["wall_s"]
-            seen["tokens"] += run.get("completion_tokens", 0)
+            if seen["tokens"] is not None and "completion_tokens" in run:
+                seen["tokens"] += run["completion_tokens"]
+            else:  # a file written before the bench counted tokens
+                seen["tokens"] = None
             for r in run["results"]:
                 if split in ("all", r["split"]):
                     seen["results"].setdefault(r["id"], r)
@@ -98,7 +101,7 @@ def _combine(paths: list[Path], split: str) -> list[dict[str, Any]]:
 
 
 def _row(
-    model: str, mode: str, results: list[CaseResult], wall_s: float, completion_tokens: int
+    model: str, mode: str, results: list[CaseResult], wall_s: float, completion_tokens: int | None
 ) -> dict[str, Any]:
     s = summarise(results)
     return {
@@ -135,7 +138,8 @@ def _print(rows: list[dict[str, Any]]) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        tokens = r.get("completion_tokens", 0) / r["cases"] if r["cases"] else None
+        spent = r.get("completion_tokens")
+        tokens = spent / r["cases"] if spent is not None and r["cases"] else None
         print(
             f"| {r['model']} | {r['mode']} | {r['cases']} | {_rate(r)} "
             f"| {_fmt(r['argument_accuracy'])} "
