@@ -161,7 +161,7 @@ async def test_a_guided_answer_is_the_turn_content_and_its_thought_is_not() -> N
     assert turn.tool_calls == ()
     assert turn.assistant_message()["content"] == "47 contracts."
     assert turn.extra["guided_text"] == (
-        '{"thought": "The results answer it.", "answer": "47 contracts."}'
+        '{"thought": "The results answer it.", "needs_tool": false, "answer": "47 contracts."}'
     )
     assert [m["content"] for m in body["messages"]] == [  # the system prompt stays first
         "You answer questions.",

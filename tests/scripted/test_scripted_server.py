@@ -224,6 +224,8 @@ def test_a_guided_request_gets_its_turn_in_guided_form_checked_against_the_schem
     assert "tool_calls" not in message  # a constrained server writes text
     assert json.loads(message["content"]) == {  # the thought first, then the calls
         "thought": "A count: SQL.",
+        "needs_tool": True,
+        "calls_now": 1,
         "tool_calls": [{"name": "sql_query", "arguments": {"query": "SELECT 1"}}],
     }
     assert refused.status_code == 400

@@ -4,23 +4,30 @@ A model server without a tool-call parser for its model (llama.cpp's servers wit
 without ``--tool-call-parser``) still constrains output to a JSON Schema (structured output).
 In guided mode the model client sends ``tools`` as usual, so the model's own chat template shows
 them the way the model was trained, plus the schema of :func:`reply_schema`; the reply is one JSON
-object in one of two forms, each beginning with a short ``thought``::
+object that states its reasoning and its decision before it acts::
 
-    {"thought": "A count: SQL.", "tool_calls": [{"name": "sql_query", "arguments": {...}}]}
-    {"thought": "A greeting: no data needed.", "answer": "Hello! ..."}
+    {"thought": "A greeting.", "needs_tool": false, "answer": "Hello! ..."}
+    {"thought": "A count of contracts.", "needs_tool": true, "calls_now": 1,
+     "tool_calls": [{"name": "sql_query", "arguments": {...}}]}
+    {"thought": "A total and a clause: two parts.", "needs_tool": true, "calls_now": 2,
+     "tool_calls": [{"name": "sql_query", ...}, {"name": "vector_search", ...}]}
 
-The order of the fields is the point: a decoder writes left to right, so the model states what
-the question needs *before* the grammar makes it commit to calling a tool or answering. Without
-the thought the first key decided, and a model whose chat template had just listed tools always
-chose a call (issue 33: 0 of 8 no-tool questions answered). ``tool_calls`` holds 1 to
-``max_calls`` calls (several = parallel calls), each ``name`` a constant and ``arguments`` that
-tool's own argument schema. The thought goes to the trace (and the ReAct transcript), never into
-the answer.
+The order of the fields is the point: a decoder writes left to right, so the model says what
+the question asks for (``thought``, at most :data:`THOUGHT_MAX_CHARS` characters) before it
+decides whether a tool is needed, and decides how many calls to make *now* before it writes
+them. With the first key deciding (the shipped schema until issue 33) a model whose chat template
+had just listed tools always called one (0 of 8 no-tool questions answered) and closed its list
+after one call (0 of 3 parallel questions); a thought alone did not change that (the model wrote
+"a simple arithmetic calculation", then called SQL): the explicit ``needs_tool`` answers a yes/no
+question the thought has just made easy, and ``calls_now`` (1 to ``max_calls``, the list then
+exactly that long) turns "two independent parts" into two calls, and "the second step needs the
+first" into one. ``name`` is a constant per tool and ``arguments`` that tool's own argument
+schema. The thought goes to the trace (and the ReAct transcript), never into the answer.
 
 A grammar is invisible to the model, so :func:`with_reply_instructions` adds
-:data:`REPLY_INSTRUCTIONS` (the two forms and when to use each) as a system message after the
-conversation's first one — after the tool list the chat template renders there — so it is the
-last thing the model reads before the question.
+:data:`REPLY_INSTRUCTIONS` (the fields and when each branch is right) as a system message after
+the conversation's first one — after the tool list the chat template renders there — so it is
+the last thing the model reads before the question.
 
 :func:`parse_reply` turns the reply into a :class:`GuidedReply`, which the model client makes the
 same :class:`~sleuth.core.llm.ModelTurn` the native path produces (tool calls with ids
@@ -53,19 +60,25 @@ SCHEMA_NAME = "sleuth_turn"
 DEFAULT_MAX_CALLS = 4
 """Calls one guided reply may hold (parallel calls); 1 when the agent runs calls one by one."""
 THOUGHT = "thought"
+NEEDS_TOOL = "needs_tool"
+CALLS_NOW = "calls_now"
 ANSWER = "answer"
 CALLS = "tool_calls"
+THOUGHT_MAX_CHARS = 160
+"""A thought is a sentence, not an essay: each character costs decoding time on a CPU."""
 
 REPLY_INSTRUCTIONS = """\
-Reply with one JSON object. First "thought": one short sentence saying what the question needs. \
-Then exactly one of:
-- "answer": your reply to the user, when no tool is needed (greetings, thanks, small talk, \
-general knowledge, arithmetic, unit conversions, translations, writing) or when the tool \
-results above already answer the question;
-- "tool_calls": the tool calls to make now. Put several calls in the list when the question has \
-independent parts (for example a total from SQL and a clause from the documents). When a later \
-step needs the result of an earlier one, call only the first tool now."""
-"""What the grammar does not tell the model: the two forms and when each one is right."""
+Reply with one JSON object. First "thought": one short sentence saying what the question needs \
+and which tool, if any, holds it. Then "needs_tool": true when the question is about the \
+company's records, documents, contracts or policies, or about news, current prices or other \
+real-time public facts; then "calls_now": how many calls to make now, and "tool_calls": exactly \
+that many calls. Make one call per independent part of the question (for example a total from \
+SQL and a clause from the documents: 2 calls). When a later step needs the result of an earlier \
+one, make only the first call now (1 call). "needs_tool" is false only when no tool can help \
+(greetings, thanks, small talk, general knowledge, arithmetic, unit conversions, translations, \
+writing) or when the tool results above already answer the question; then "answer": your reply \
+to the user."""
+"""What the grammar does not tell the model: the fields, and when each branch is right."""
 
 
 class GuidedReplyError(ModelResponseError):
@@ -113,12 +126,14 @@ def _call_schema(tool: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _thought_then(key: str, value: dict[str, Any]) -> dict[str, Any]:
-    """An object whose first field is the thought and whose second is ``key``."""
+def _reply(fields: dict[str, Any]) -> dict[str, Any]:
+    """An object of ``fields``, all required, in this order (the order the decoder writes)."""
+    thought = {"type": "string", "maxLength": THOUGHT_MAX_CHARS}
+    properties = {THOUGHT: thought, **fields}
     return {
         "type": "object",
-        "properties": {THOUGHT: {"type": "string"}, key: value},
-        "required": [THOUGHT, key],
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
 
@@ -127,17 +142,22 @@ def reply_schema(tools: list[dict[str, Any]], max_calls: int = DEFAULT_MAX_CALLS
     """The JSON Schema of one guided reply for the OpenAI ``tools`` list (see the module doc)."""
     if max_calls < 1:
         raise ValueError(f"max_calls must be at least 1, got {max_calls}")
-    answer = _thought_then(ANSWER, {"type": "string"})
+    answer = _reply({NEEDS_TOOL: {"const": False}, ANSWER: {"type": "string"}})
     calls = [_call_schema(tool) for tool in tools]
     if not calls:
         return answer
-    listed = {
-        "type": "array",
-        "items": calls[0] if len(calls) == 1 else {"anyOf": calls},
-        "minItems": 1,
-        "maxItems": max_calls,
-    }
-    return {"anyOf": [_thought_then(CALLS, listed), answer]}
+    item = calls[0] if len(calls) == 1 else {"anyOf": calls}
+    planned = [
+        _reply(
+            {
+                NEEDS_TOOL: {"const": True},
+                CALLS_NOW: {"const": n},
+                CALLS: {"type": "array", "items": item, "minItems": n, "maxItems": n},
+            }
+        )
+        for n in range(1, max_calls + 1)
+    ]
+    return {"anyOf": [answer, *planned]}
 
 
 def with_reply_instructions(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -174,7 +194,9 @@ def _branches(schema: dict[str, Any]) -> list[dict[str, Any]]:
 
 def is_reply_schema(schema: dict[str, Any]) -> bool:
     """Whether ``schema`` is one :func:`reply_schema` wrote (an answer branch is always there)."""
-    return any(set(b.get("properties", {})) == {THOUGHT, ANSWER} for b in _branches(schema))
+    return any(
+        list(b.get("properties", {})) == [THOUGHT, NEEDS_TOOL, ANSWER] for b in _branches(schema)
+    )
 
 
 def schema_tool_names(schema: dict[str, Any]) -> list[str]:
@@ -201,21 +223,25 @@ def encode_calls(calls: list[tuple[str, Any]], thought: str = "") -> str:
                 parsed = arguments
             arguments = parsed
         out.append({"name": name, "arguments": arguments})
-    return json.dumps({THOUGHT: thought, CALLS: out}, ensure_ascii=False)
+    reply = {THOUGHT: thought, NEEDS_TOOL: True, CALLS_NOW: len(out), CALLS: out}
+    return json.dumps(reply, ensure_ascii=False)
 
 
 def encode_answer(text: str, thought: str = "") -> str:
-    return json.dumps({THOUGHT: thought, ANSWER: text}, ensure_ascii=False)
+    return json.dumps({THOUGHT: thought, NEEDS_TOOL: False, ANSWER: text}, ensure_ascii=False)
 
 
 _ANSWER_BEGUN = re.compile(
-    r'\s*\{\s*(?:"thought"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*)?"answer"\s*:', re.DOTALL
+    r'\s*\{\s*(?:"thought"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*)?'
+    r'(?:"needs_tool"\s*:\s*false|"answer"\s*:)',
+    re.DOTALL,
 )
 
 
 def began_answer(text: str) -> bool:
-    """Whether a reply (perhaps cut at max_tokens) had chosen the answer: its first key after the
-    thought is ``answer``. The decision is made then, whatever the cut took away."""
+    """Whether a reply (perhaps cut at max_tokens) had chosen the answer: ``needs_tool`` false
+    after its thought (or, without one, ``answer`` first). The decision was made then, whatever
+    the cut took away."""
     return _ANSWER_BEGUN.match(text) is not None
 
 
@@ -226,9 +252,9 @@ def turn_index(messages: list[dict[str, Any]]) -> int:
 
 def _forms_error(raw: str) -> GuidedReplyError:
     return GuidedReplyError(
-        'guided reply is neither {"thought": text, "answer": text} nor '
-        f'{{"thought": text, "tool_calls": [{{"name": tool, "arguments": {{...}}}}]}}: '
-        f"{raw[:200]!r}",
+        'guided reply is neither {"thought": text, "needs_tool": false, "answer": text} nor '
+        '{"thought": text, "needs_tool": true, "calls_now": n, "tool_calls": [{"name": tool, '
+        f'"arguments": {{...}}}}, ...]}}: {raw[:200]!r}',
         text=raw,
     )
 
@@ -254,6 +280,9 @@ def parse_reply(text: str | None, turn: int) -> GuidedReply:
     if thought is not None and not isinstance(thought, str):
         raise _forms_error(raw)
     thought = thought.strip() or None if thought is not None else None
+    # The decision fields say which branch follows; the branch itself is what counts.
+    data.pop(NEEDS_TOOL, None)
+    data.pop(CALLS_NOW, None)
     if set(data) == {ANSWER} and isinstance(data[ANSWER], str):
         return GuidedReply(thought, data[ANSWER])
     if set(data) == {"name", "arguments"}:
