@@ -13,11 +13,16 @@ Bounded: each case has a timeout (``--timeout``) and each (model, mode) run a wa
 
     nice -n 10 .venv/bin/python bench/tsa_real_model.py --models 1.5b,0.5b --modes native,guided
 
-Prints one table row per (model, mode) and per-tool / per-stratum TSA, and writes every case's
-result to ``--out`` (default bench/results/tsa_real_model.json). Figures go to docs/evals.md and
-docs/performance.md. A run cut by its budget is finished by another with ``--start N`` (the
-case to begin with, 0-based) into another file; ``--combine A.json B.json ...`` prints the table
-of the union (the cases of each (model, mode), each case once).
+Prints one table row per (model, mode) and per-tool / per-stratum TSA, each rate with its 95 %
+Wilson interval (a stratum of fewer than 10 cases is marked small: its interval is wide), the
+seconds and completion tokens per case (a guided reply's thought costs tokens), and writes every
+case's result, the model's thought included, to ``--out`` (default
+bench/results/tsa_real_model.json). ``--ids a,b`` runs only those cases (iterating on a subset
+of ``dev``); ``--combine ... --split dev`` prints one split of the union. Figures go to
+docs/evals.md and docs/performance.md. A run cut by its budget is finished by another with
+``--start N`` (the case to begin with, 0-based) into another file; ``--combine A.json B.json ...``
+prints the table of the union (the cases of each (model, mode), each case once: from the first
+file that has it).
 """
 
 from __future__ import annotations

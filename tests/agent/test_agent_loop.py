@@ -133,7 +133,8 @@ async def test_guided_thoughts_go_to_the_trace_and_the_conversation_never_the_an
         "The results answer both parts.",
     ]
     assert [s.content for s in trace.model_steps()] == [None, SEED_ANSWER]
-    assert trace.iterations == 1 and trace.steps[1].parallel  # type: ignore[union-attr]
+    assert trace.iterations == 1
+    assert trace.steps[1].parallel  # type: ignore[union-attr]
     assert Trace.model_validate(trace.model_dump(mode="json", by_alias=True)) == trace
     first, second = scripted.requests()
     for request in (first, second):  # told the reply's fields, after the system prompt

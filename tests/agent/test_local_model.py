@@ -101,7 +101,9 @@ async def test_real_guided_tool_calls_reach_the_tools(local_url: str) -> None:
     thoughts = [s.thought for t in traces for s in t.model_steps() if s.error is None]
     assert any(thoughts), [t.model_steps() for t in traces]
     for trace, result_answer in zip(traces, answers, strict=True):
-        assert '"thought"' not in result_answer and '"needs_tool"' not in result_answer
+        assert '"thought"' not in result_answer
+        assert '"needs_tool"' not in result_answer
         last = trace.model_steps()[-1]
         if trace.stop_reason == "answered":
-            assert last.content == result_answer and last.thought != result_answer
+            assert last.content == result_answer
+            assert last.thought != result_answer

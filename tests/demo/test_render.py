@@ -48,9 +48,11 @@ async def test_the_transcript_shows_each_thought_before_what_it_decided(
     lines = [line.strip() for line in text.splitlines()]
     plan = lines.index(f"Thought: {PLAN}")
     first_action = next(i for i, line in enumerate(lines) if line.startswith("Action: "))
-    assert plan < first_action and lines[first_action].startswith("Action: sql_query")
+    assert plan < first_action
+    assert lines[first_action].startswith("Action: sql_query")
     done = lines.index(f"Thought: {DONE}")
     answer = next(i for i, line in enumerate(lines) if line.startswith("Answer ("))
     assert first_action < done < answer
-    assert DONE not in result.answer and PLAN not in result.answer
+    assert DONE not in result.answer
+    assert PLAN not in result.answer
     assert SEED_ANSWER.startswith(lines[answer + 1])  # the answer follows, without a thought
