@@ -18,11 +18,12 @@ decides whether a tool is needed, and decides how many calls to make *now* befor
 them. With the first key deciding (the shipped schema until issue 33) a model whose chat template
 had just listed tools always called one (0 of 8 no-tool questions answered) and closed its list
 after one call (0 of 3 parallel questions); a thought alone did not change that (the model wrote
-"a simple arithmetic calculation", then called SQL): the explicit ``needs_tool`` answers a yes/no
-question the thought has just made easy, and ``calls_now`` (1 to ``max_calls``, the list then
-exactly that long) turns "two independent parts" into two calls, and "the second step needs the
-first" into one. ``name`` is a constant per tool and ``arguments`` that tool's own argument
-schema. The thought goes to the trace (and the ReAct transcript), never into the answer.
+"a simple arithmetic calculation", then called SQL). ``needs_tool`` makes the decision an
+explicit yes/no after the thought, and ``calls_now`` (1 to ``max_calls``, the list then exactly
+that long) the number of calls: measured on ``dev`` (docs/evals.md) it brought both independent
+calls in the parallel cases, but the 1.5B's thought still names a tool for most questions that
+need none, and it makes both calls of a sequential plan at once. ``name`` is a constant per tool
+and ``arguments`` that tool's own argument schema. The thought goes to the trace (and the ReAct transcript), never into the answer.
 
 A grammar is invisible to the model, so :func:`with_reply_instructions` adds
 :data:`REPLY_INSTRUCTIONS` (the fields and when each branch is right) as a system message after
