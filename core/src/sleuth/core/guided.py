@@ -23,7 +23,8 @@ explicit yes/no after the thought, and ``calls_now`` (1 to ``max_calls``, the li
 that long) the number of calls: measured on ``dev`` (docs/evals.md) it brought both independent
 calls in the parallel cases, but the 1.5B's thought still names a tool for most questions that
 need none, and it makes both calls of a sequential plan at once. ``name`` is a constant per tool
-and ``arguments`` that tool's own argument schema. The thought goes to the trace (and the ReAct transcript), never into the answer.
+and ``arguments`` that tool's own argument schema. The thought goes to the trace (and the ReAct
+transcript), never into the answer.
 
 A grammar is invisible to the model, so :func:`with_reply_instructions` adds
 :data:`REPLY_INSTRUCTIONS` (the fields and when each branch is right) as a system message after
