@@ -13,11 +13,16 @@ Bounded: each case has a timeout (``--timeout``) and each (model, mode) run a wa
 
     nice -n 10 .venv/bin/python bench/tsa_real_model.py --models 1.5b,0.5b --modes native,guided
 
-Prints one table row per (model, mode) and per-tool / per-stratum TSA, and writes every case's
-result to ``--out`` (default bench/results/tsa_real_model.json). Figures go to docs/evals.md and
-docs/performance.md. A run cut by its budget is finished by another with ``--start N`` (the
-case to begin with, 0-based) into another file; ``--combine A.json B.json ...`` prints the table
-of the union (the cases of each (model, mode), each case once).
+Prints one table row per (model, mode) and per-tool / per-stratum TSA, each rate with its 95 %
+Wilson interval (a stratum of fewer than 10 cases is marked small: its interval is wide), the
+seconds and completion tokens per case (a guided reply's thought costs tokens), and writes every
+case's result, the model's thought included, to ``--out`` (default
+bench/results/tsa_real_model.json). ``--ids a,b`` runs only those cases (iterating on a subset
+of ``dev``); ``--combine ... --split dev`` prints one split of the union. Figures go to
+docs/evals.md and docs/performance.md. A run cut by its budget is finished by another with
+``--start N`` (the case to begin with, 0-based) into another file; ``--combine A.json B.json ...``
+prints the table of the union (the cases of each (model, mode), each case once: from the first
+file that has it).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from sleuth.core.localmodel import MODELS, SERVED_NAME, LocalModelServer, ServeS
 from sleuth.core.tools import DEFAULT_SPECS
 from sleuth.evals.tsa.cases import TsaCase, load_cases, shipped_cases_path
 from sleuth.evals.tsa.runner import EndpointConfig, endpoint_model, run_with_chat_model
-from sleuth.evals.tsa.scoring import CaseResult, summarise
+from sleuth.evals.tsa.scoring import SMALL_STRATUM, CaseResult, summarise, wilson_interval
 
 
 def _log(text: str) -> None:
@@ -44,10 +49,11 @@ def _log(text: str) -> None:
 
 async def _run(
     cases: list[TsaCase], cfg: EndpointConfig, budget_s: float
-) -> tuple[list[CaseResult], float]:
+) -> tuple[list[CaseResult], float, int]:
     specs = list(DEFAULT_SPECS.values())
     model = endpoint_model(cfg)
     results: list[CaseResult] = []
+    completion_tokens = 0
     started = time.monotonic()
     try:
         for i, case in enumerate(cases, 1):
@@ -57,36 +63,51 @@ async def _run(
             run = await run_with_chat_model([case], specs, model, system_prompt=cfg.system_prompt)
             result = run.results[0]
             results.append(result)
+            completion_tokens += run.completion_tokens
             mark = "ok" if result.tool_correct else "--"
+            thought = f"  ({result.thought})" if result.thought else ""
             _log(
                 f"  {i:>3}/{len(cases)} {mark} {result.seconds or 0:6.1f} s  {case.id}: "
-                f"expected {result.expected_label}, got {result.predicted_label}"
+                f"expected {result.expected_label}, got {result.predicted_label}{thought}"
             )
     finally:
         await model.aclose()
-    return results, time.monotonic() - started
+    return results, time.monotonic() - started, completion_tokens
 
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def _combine(paths: list[Path]) -> list[dict[str, Any]]:
+def _combine(paths: list[Path], split: str) -> list[dict[str, Any]]:
     runs: dict[tuple[str, str], dict[str, Any]] = {}
     for path in paths:
         for run in json.loads(path.read_text())["runs"]:
             key = (run["model"], run["mode"])
-            seen = runs.setdefault(key, {"results": {}, "wall_s": 0.0})
+            seen = runs.setdefault(key, {"results": {}, "wall_s": 0.0, "tokens": 0})
             seen["wall_s"] += run["wall_s"]
+            if seen["tokens"] is not None and "completion_tokens" in run:
+                seen["tokens"] += run["completion_tokens"]
+            else:  # a file written before the bench counted tokens
+                seen["tokens"] = None
             for r in run["results"]:
-                seen["results"].setdefault(r["id"], r)
+                if split in ("all", r["split"]):
+                    seen["results"].setdefault(r["id"], r)
     return [
-        _row(model, mode, [CaseResult.from_json(r) for r in v["results"].values()], v["wall_s"])
+        _row(
+            model,
+            mode,
+            [CaseResult.from_json(r) for r in v["results"].values()],
+            v["wall_s"],
+            v["tokens"],
+        )
         for (model, mode), v in runs.items()
     ]
 
 
-def _row(model: str, mode: str, results: list[CaseResult], wall_s: float) -> dict[str, Any]:
+def _row(
+    model: str, mode: str, results: list[CaseResult], wall_s: float, completion_tokens: int | None
+) -> dict[str, Any]:
     s = summarise(results)
     return {
         "model": model,
@@ -100,6 +121,7 @@ def _row(model: str, mode: str, results: list[CaseResult], wall_s: float) -> dic
         "text_calls": s.text_calls,
         "errors": s.errors,
         "seconds_per_case": s.seconds_per_case,
+        "completion_tokens": completion_tokens,
         "wall_s": wall_s,
         "per_tool": s.per_tool,
         "per_stratum": s.per_stratum,
@@ -107,18 +129,27 @@ def _row(model: str, mode: str, results: list[CaseResult], wall_s: float) -> dic
     }
 
 
+def _rate(t: dict[str, Any]) -> str:
+    """``0.63 (37/59) [0.50, 0.74]``: the rate, the counts and the 95 % Wilson interval."""
+    interval = wilson_interval(t["tool_correct"], t["cases"])
+    shown = f"{_fmt(t['tsa'])} ({t['tool_correct']}/{t['cases']})"
+    return shown if interval is None else f"{shown} [{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
 def _print(rows: list[dict[str, Any]]) -> None:
     print(
         "| model | mode | cases | TSA | argument accuracy | malformed | calls as text | errors "
-        "| s/case |"
+        "| s/case | completion tokens/case |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        spent = r.get("completion_tokens")
+        tokens = spent / r["cases"] if spent is not None and r["cases"] else None
         print(
-            f"| {r['model']} | {r['mode']} | {r['cases']} | {_fmt(r['tsa'])} "
-            f"({r['tool_correct']}/{r['cases']}) | {_fmt(r['argument_accuracy'])} "
+            f"| {r['model']} | {r['mode']} | {r['cases']} | {_rate(r)} "
+            f"| {_fmt(r['argument_accuracy'])} "
             f"| {r['malformed_replies']} | {r['text_calls']} | {r['errors']} "
-            f"| {_fmt(r['seconds_per_case'])} |"
+            f"| {_fmt(r['seconds_per_case'])} | {_fmt(tokens)} |"
         )
     for key in ("per_tool", "per_stratum"):
         names = sorted({n for r in rows for n in r[key]})
@@ -129,10 +160,14 @@ def _print(rows: list[dict[str, Any]]) -> None:
             cells = []
             for n in names:
                 t = r[key].get(n)
-                cells.append(
-                    "" if t is None else f"{_fmt(t['tsa'])} ({t['tool_correct']}/{t['cases']})"
-                )
+                small = t is not None and t["cases"] < SMALL_STRATUM
+                cells.append("" if t is None else _rate(t) + (" (small)" if small else ""))
             print(f"| {r['model']} | {r['mode']} | " + " | ".join(cells) + " |")
+    print()
+    print(
+        "Rates with 95 % Wilson intervals; (small): fewer than "
+        f"{SMALL_STRATUM} cases, the interval is wide."
+    )
 
 
 def main() -> int:
@@ -142,6 +177,7 @@ def main() -> int:
     parser.add_argument("--split", default="all", choices=["dev", "test", "all"])
     parser.add_argument("--limit", type=int, default=0, help="first N cases only (0: all)")
     parser.add_argument("--start", type=int, default=0, help="begin with case N (0-based)")
+    parser.add_argument("--ids", default="", help="only these case ids (comma-separated)")
     parser.add_argument("--combine", type=Path, nargs="+", help="print the union of results")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per case")
     parser.add_argument("--max-tokens", type=int, default=256)
@@ -150,9 +186,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/results/tsa_real_model.json"))
     args = parser.parse_args()
     if args.combine:
-        _print(_combine(args.combine))
+        _print(_combine(args.combine, args.split))
         return 0
     cases = load_cases(shipped_cases_path(), args.split)[args.start :]
+    if args.ids:
+        wanted = set(args.ids.split(","))
+        cases = [c for c in cases if c.id in wanted]
     if args.limit:
         cases = cases[: args.limit]
     rows: list[dict[str, Any]] = []
@@ -170,8 +209,8 @@ def main() -> int:
                     tool_calling="guided" if mode == "guided" else "native",
                     guided_format="json_object",
                 )
-                results, wall = asyncio.run(_run(cases, cfg, args.budget_minutes * 60))
-                rows.append(_row(key, mode, results, wall))
+                results, wall, tokens = asyncio.run(_run(cases, cfg, args.budget_minutes * 60))
+                rows.append(_row(key, mode, results, wall, tokens))
     _print(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"load_average": os.getloadavg(), "cases": len(cases), "split": args.split}

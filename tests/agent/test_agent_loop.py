@@ -107,6 +107,46 @@ async def test_guided_tool_calling_gives_the_same_trace(
     assert last[-1] == {"role": "tool", "tool_call_id": "call_1_0", "content": last[-1]["content"]}
 
 
+THOUGHT_SCENARIO = Scenario(
+    turns=[
+        ScriptedResponse(
+            tool_calls=[_call("sql_query", SEED_SQL), _call("vector_search", SEED_SEARCH)],
+            thought="A count and recurring clauses: two independent parts.",
+        ),
+        ScriptedResponse(content=SEED_ANSWER, thought="The results answer both parts."),
+    ]
+)
+
+
+async def test_guided_thoughts_go_to_the_trace_and_the_conversation_never_the_answer(
+    scripted: ScriptedServer,
+) -> None:
+    scripted.set_scenario(THOUGHT_SCENARIO)
+    sql, vector = seed_sql(), seed_vector()
+    agent = make_agent(scripted.url, [sql, vector], tool_calling="guided")
+    result = await agent.run(SEED_QUESTION)
+
+    assert result.answer == SEED_ANSWER  # the answer field alone
+    trace = result.trace
+    assert [s.thought for s in trace.model_steps()] == [
+        "A count and recurring clauses: two independent parts.",
+        "The results answer both parts.",
+    ]
+    assert [s.content for s in trace.model_steps()] == [None, SEED_ANSWER]
+    assert trace.iterations == 1
+    assert trace.steps[1].parallel  # type: ignore[union-attr]
+    assert Trace.model_validate(trace.model_dump(mode="json", by_alias=True)) == trace
+    first, second = scripted.requests()
+    for request in (first, second):  # told the reply's fields, after the system prompt
+        roles = [m["role"] for m in request["messages"][:3]]
+        assert roles == ["system", "system", "user"]
+        assert '"needs_tool"' in request["messages"][1]["content"]
+    # the next turn sees the plan it made: the thought is the text of its calls' message
+    calls_message = second["messages"][3]
+    assert calls_message["content"] == "A count and recurring clauses: two independent parts."
+    assert [c["id"] for c in calls_message["tool_calls"]] == ["call_0_0", "call_0_1"]
+
+
 async def test_a_guided_call_the_schema_forbids_ends_the_run_naming_the_schema(
     scripted: ScriptedServer,
 ) -> None:

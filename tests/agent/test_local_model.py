@@ -3,7 +3,8 @@ guided tool calling, on a handful of the shipped TSA questions.
 
 Not a score (that is bench/tsa_real_model.py's job, figures in docs/evals.md): the point is that
 real tool calls written by a real model under the guided schema reach the tools, with arguments
-the tools' own schemas accept, and that the trace says guided. ``make test`` installs the model
+the tools' own schemas accept, that the trace says guided, and that each reply's thought (the
+schema's first field) is in the trace and never in the answer. ``make test`` installs the model
 (``make local-model-small``); without it the test skips, and fails under ``CI=true``.
 """
 
@@ -77,10 +78,12 @@ async def test_real_guided_tool_calls_reach_the_tools(local_url: str) -> None:
     )
     agent = Agent(model, runner, LoopSettings(max_iterations=1, request_timeout_s=600))
     by_id = {c.id: c for c in load_cases(shipped_cases_path())}
-    traces = []
+    traces, answers = [], []
     try:
         for case_id in CASES:
-            traces.append((await agent.run(by_id[case_id].query)).trace)
+            result = await agent.run(by_id[case_id].query)
+            traces.append(result.trace)
+            answers.append(result.answer)
     finally:
         await model.aclose()
 
@@ -94,3 +97,13 @@ async def test_real_guided_tool_calls_reach_the_tools(local_url: str) -> None:
         jsonschema.validate(args, DEFAULT_SPECS[name].parameters)
     records = [r for t in traces for r in t.tool_calls()]
     assert all(r.status == "ok" and r.id.startswith("call_") for r in records)
+    # the reply schema makes the model think first: the thought is in the trace, not the answer
+    thoughts = [s.thought for t in traces for s in t.model_steps() if s.error is None]
+    assert any(thoughts), [t.model_steps() for t in traces]
+    for trace, result_answer in zip(traces, answers, strict=True):
+        assert '"thought"' not in result_answer
+        assert '"needs_tool"' not in result_answer
+        last = trace.model_steps()[-1]
+        if trace.stop_reason == "answered":
+            assert last.content == result_answer
+            assert last.thought != result_answer

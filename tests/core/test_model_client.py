@@ -117,7 +117,7 @@ async def _guided(url: str, messages: list[dict[str, object]], **options: object
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("fmt", ["json_schema", "json_object"])
 async def test_guided_calls_come_back_as_native_tool_calls_with_ids(stream: bool, fmt: str) -> None:
-    from sleuth.core.guided import reply_schema, schema_of_request
+    from sleuth.core.guided import REPLY_INSTRUCTIONS, reply_schema, schema_of_request
     from sleuth.scripted import ScriptedToolCall
 
     calls = [
@@ -125,7 +125,8 @@ async def test_guided_calls_come_back_as_native_tool_calls_with_ids(stream: bool
         ScriptedToolCall(name="vector_search", arguments={"query": "clauses"}),
     ]
     history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "earlier"}]
-    scenario = Scenario(turns=[ScriptedResponse(), ScriptedResponse(tool_calls=calls)])
+    scripted = ScriptedResponse(tool_calls=calls, thought="Numbers and clauses: both at once.")
+    scenario = Scenario(turns=[ScriptedResponse(), scripted])
     with ScriptedServer(scenario) as server:
         turn = await _guided(server.url, history, stream=stream, guided_format=fmt)
         (body,) = server.requests()
@@ -138,15 +139,35 @@ async def test_guided_calls_come_back_as_native_tool_calls_with_ids(stream: bool
         ("call_1_1", "vector_search", '{"query": "clauses"}'),
     ]
     assert turn.content is None
+    assert turn.thought == "Numbers and clauses: both at once."
     assert turn.finish_reason == "tool_calls"
+    # the model is told the forms, after the conversation's system message, as a system message
+    assert body["messages"][:-2] == [{"role": "system", "content": REPLY_INSTRUCTIONS}]
+    assert body["messages"][-2:] == history
+    # the thought is the text of the calls' assistant message: the next turn sees the plan
+    assert turn.assistant_message()["content"] == "Numbers and clauses: both at once."
 
 
-async def test_a_guided_answer_is_the_turn_content() -> None:
-    with ScriptedServer(Scenario(turns=[ScriptedResponse(content="47 contracts.")])) as server:
-        turn = await _guided(server.url, list(ASK), stream=True)
+async def test_a_guided_answer_is_the_turn_content_and_its_thought_is_not() -> None:
+    from sleuth.core.guided import REPLY_INSTRUCTIONS
+
+    reply = ScriptedResponse(content="47 contracts.", thought="The results answer it.")
+    system = {"role": "system", "content": "You answer questions."}
+    with ScriptedServer(Scenario(turns=[reply])) as server:
+        turn = await _guided(server.url, [system, *ASK], stream=True)
+        (body,) = server.requests()
     assert turn.content == "47 contracts."
+    assert turn.thought == "The results answer it."
     assert turn.tool_calls == ()
-    assert turn.extra["guided_text"] == '{"answer": "47 contracts."}'
+    assert turn.assistant_message()["content"] == "47 contracts."
+    assert turn.extra["guided_text"] == (
+        '{"thought": "The results answer it.", "needs_tool": false, "answer": "47 contracts."}'
+    )
+    assert [m["content"] for m in body["messages"]] == [  # the system prompt stays first
+        "You answer questions.",
+        REPLY_INSTRUCTIONS,
+        ASK[0]["content"],
+    ]
 
 
 @pytest.mark.parametrize(
@@ -155,7 +176,9 @@ async def test_a_guided_answer_is_the_turn_content() -> None:
         (ScriptedResponse(content='{"name": "sql_q', raw=True), "not JSON"),
         (ScriptedResponse(content="I would call sql_query.", raw=True), "not JSON"),
         (
-            ScriptedResponse(content='{"answer": "cut', raw=True, finish_reason="length"),
+            ScriptedResponse(
+                content='{"thought": "Hi.", "answer": "cut', raw=True, finish_reason="length"
+            ),
             "max_tokens",
         ),
     ],

@@ -212,9 +212,8 @@ def test_a_guided_request_gets_its_turn_in_guided_form_checked_against_the_schem
         for n in ("sql_query", "vector_search")
     ]
     call = ScriptedToolCall(name="sql_query", arguments={"query": "SELECT 1"})
-    rule = Rule(
-        match=Match(tool_offered="vector_search"), response=ScriptedResponse(tool_calls=[call])
-    )
+    response = ScriptedResponse(tool_calls=[call], thought="A count: SQL.")
+    rule = Rule(match=Match(tool_offered="vector_search"), response=response)
     with ScriptedServer(Scenario(rules=[rule])) as server:
         url = f"{server.url}/chat/completions"
         r = httpx.post(url, json=_guided_body(reply_schema(tools)), timeout=10)
@@ -223,9 +222,11 @@ def test_a_guided_request_gets_its_turn_in_guided_form_checked_against_the_schem
     assert r.status_code == 200, r.text
     message = r.json()["choices"][0]["message"]
     assert "tool_calls" not in message  # a constrained server writes text
-    assert json.loads(message["content"]) == {
-        "name": "sql_query",
-        "arguments": {"query": "SELECT 1"},
+    assert json.loads(message["content"]) == {  # the thought first, then the calls
+        "thought": "A count: SQL.",
+        "needs_tool": True,
+        "calls_now": 1,
+        "tool_calls": [{"name": "sql_query", "arguments": {"query": "SELECT 1"}}],
     }
     assert refused.status_code == 400
     assert "refuses the scripted reply" in refused.json()["error"]["message"]

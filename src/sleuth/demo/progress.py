@@ -64,6 +64,8 @@ class ProgressModel:
         finally:
             ticker.cancel()
         took = time.monotonic() - since
+        if reply.thought:
+            self._say(f"model turn {turn}: thought: {reply.thought}")
         if reply.tool_calls:
             names = ", ".join(c.name for c in reply.tool_calls)
             self._say(f"model turn {turn}: calls {names} ({took:.1f} s); running the tools")

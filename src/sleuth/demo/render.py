@@ -59,7 +59,8 @@ def render_trace(trace: Trace, answer: str, citations: list[dict[str, str]]) -> 
     thought: str | None = None
     for step in trace.steps:
         if isinstance(step, ModelStep):
-            thought = step.content if step.tool_calls else None
+            # A guided reply's thought; a native model's text before its calls.
+            thought = step.thought or (step.content if step.tool_calls else None)
             if step.error:
                 out.append(f"  Model error: {step.error}")
             continue
@@ -76,6 +77,10 @@ def render_trace(trace: Trace, answer: str, citations: list[dict[str, str]]) -> 
             )
             out.append("  Observation:")
             out.extend(_wrap(line, "    ") for line in _observation(call))
+    last = trace.steps[-1] if trace.steps else None
+    if isinstance(last, ModelStep) and not last.tool_calls and last.thought:
+        out.append("")  # the answering turn's thought
+        out.append(_wrap(f"Thought: {last.thought}", "  "))
     out.append("")
     out.append(
         f"Answer ({trace.iterations} iteration{'s' if trace.iterations != 1 else ''}, "

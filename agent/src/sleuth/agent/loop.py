@@ -309,6 +309,7 @@ class Agent:
                 prompt_tokens=turn.prompt_tokens,
                 completion_tokens=turn.completion_tokens,
                 content=turn.content,
+                thought=turn.thought,
                 tool_calls=[
                     RequestedCall(id=c.id, name=c.name, arguments_text=c.arguments_text)
                     for c in turn.tool_calls

@@ -63,6 +63,11 @@ class ModelStep(_Record):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     content: str | None = None
+    thought: str | None = Field(
+        default=None,
+        description="What the model reasoned before it acted (a guided reply's thought); "
+        "never part of the answer.",
+    )
     tool_calls: list[RequestedCall] = Field(default_factory=list)
     finish_reason: str | None = None
     error: str | None = None

@@ -47,12 +47,17 @@ class ModelTurn:
     completion_tokens: int = 0
     ttft_s: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    thought: str | None = None
+    """What the model reasoned before it acted (a guided reply's ``thought``); never the answer."""
 
     def assistant_message(self) -> dict[str, Any]:
-        """The turn as the assistant message appended to the conversation."""
+        """The turn as the assistant message appended to the conversation. A turn of calls with
+        no text carries its thought as the text, as a native model writes its reasoning before
+        its calls (so the next turn sees the plan it made)."""
         # "" rather than null next to tool calls: llama.cpp's server rejects null and its chat
         # templates read the key; OpenAI and vLLM accept both.
-        message: dict[str, Any] = {"role": "assistant", "content": self.content or ""}
+        text = self.content or (self.thought if self.tool_calls else None)
+        message: dict[str, Any] = {"role": "assistant", "content": text or ""}
         if self.tool_calls:
             message["tool_calls"] = [
                 {

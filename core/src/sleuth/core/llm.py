@@ -149,6 +149,8 @@ class OpenAIChatModel:
         return None
 
     def _body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        if self.tool_calling == "guided":  # the grammar is invisible: the model is told the forms
+            messages = guided.with_reply_instructions(messages)
         body: dict[str, Any] = {"model": self.name, "messages": messages, **self._params}
         if tools:
             body["tools"] = tools
@@ -239,12 +241,13 @@ def _guided_turn(turn: ModelTurn, index: int) -> ModelTurn:
             "guided reply cut at max_tokens before its JSON was complete; raise max tokens",
             text=turn.content or "",
         )
-    answer, calls = guided.parse_reply(turn.content, index)
+    reply = guided.parse_reply(turn.content, index)
     return replace(
         turn,
-        content=answer,
-        tool_calls=tuple(ToolCallRequest(i, n, a) for i, n, a in calls),
-        finish_reason="tool_calls" if calls else turn.finish_reason,
+        content=reply.answer,
+        thought=reply.thought,
+        tool_calls=tuple(ToolCallRequest(i, n, a) for i, n, a in reply.calls),
+        finish_reason="tool_calls" if reply.calls else turn.finish_reason,
         extra={**turn.extra, "guided_text": turn.content or ""},
     )
 

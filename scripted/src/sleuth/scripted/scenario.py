@@ -78,6 +78,11 @@ class ScriptedResponse(_Data):
         "end the stream with no finish_reason and no [DONE] (a server or proxy that died "
         "mid-answer).",
     )
+    thought: str | None = Field(
+        default=None,
+        description="To a guided request: the reply's thought (written before its calls or "
+        "answer); ignored otherwise.",
+    )
     raw: bool = Field(
         default=False,
         description="To a request with a JSON Schema: send content verbatim, unchecked (a reply "

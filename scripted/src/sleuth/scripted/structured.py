@@ -7,9 +7,9 @@ schema in tests instead of hiding it:
 1. the schema (``response_format`` ``json_schema`` or ``json_object`` + ``schema``, as
    :func:`sleuth.core.guided.schema_of_request` reads them) must be a valid JSON Schema;
 2. a scripted turn for a guided request (a schema of :func:`sleuth.core.guided.reply_schema`) is
-   written in the guided form: tool calls as ``{"tool_calls": [...]}``, text as
-   ``{"answer": ...}`` — unless the turn is ``raw``, which sends its content verbatim (how a test
-   scripts a reply a server cut short);
+   written in the guided form: its ``thought`` first, then tool calls as ``"tool_calls": [...]``
+   or text as ``"answer": ...`` — unless the turn is ``raw``, which sends its content verbatim
+   (how a test scripts a reply a server cut short);
 3. the text sent must validate against the schema. Otherwise the server answers 400 naming the
    schema's complaint, as no constrained server could have produced that text.
 """
@@ -42,9 +42,10 @@ def _check_schema(schema: dict[str, Any]) -> None:
 def _text(response: ScriptedResponse, schema: dict[str, Any]) -> str:
     if response.raw or not guided.is_reply_schema(schema):
         return response.content or ""
+    thought = response.thought or ""
     if response.tool_calls:
-        return guided.encode_calls([(c.name, c.arguments) for c in response.tool_calls])
-    return guided.encode_answer(response.content or "")
+        return guided.encode_calls([(c.name, c.arguments) for c in response.tool_calls], thought)
+    return guided.encode_answer(response.content or "", thought)
 
 
 def _validate(text: str, schema: dict[str, Any]) -> None:

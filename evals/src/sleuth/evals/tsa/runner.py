@@ -12,8 +12,9 @@ Besides the scores, each result says whether the reply was **malformed** (a guid
 is not the schema's JSON, or native call arguments that are not a JSON object), whether it was a
 **call written as text** (a native reply without ``tool_calls`` whose text names an offered tool
 the way a call does — what models without a tool-call parser do) and the seconds it took. A
-guided reply cut at ``max_tokens`` after it began ``{"answer":`` is a no-tool decision, scored as
-such; one cut inside its tool calls is malformed.
+guided reply cut at ``max_tokens`` after its thought chose ``"answer"`` is a no-tool decision,
+scored as such; one cut inside its thought or its tool calls is malformed. A guided reply's
+thought is kept in the result (``thought``): what the model said the question needed.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 from sleuth.agent.loop import opening_messages
 from sleuth.agent.prompts import DEFAULT_SYSTEM_PROMPT
 from sleuth.core.errors import SleuthError
-from sleuth.core.guided import GuidedFormat, GuidedReplyError, ToolCalling
+from sleuth.core.guided import GuidedFormat, GuidedReplyError, ToolCalling, began_answer
 from sleuth.core.llm import ChatModel, ModelTurn, OpenAIChatModel
 from sleuth.core.tools import ToolSpec
 from sleuth.evals.progress import Progress
@@ -56,10 +57,6 @@ class TsaRun:
     completion_tokens: int = 0
     requests: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-ANSWER_START = re.compile(r'\s*\{\s*"answer"\s*:')
-"""A guided reply that began as an answer: scored as no tool even when max_tokens cut it."""
 
 
 def written_call(text: str | None, tools: Sequence[str]) -> bool:
@@ -153,7 +150,7 @@ async def run_with_chat_model(
         try:
             turn = await ask(messages)
         except GuidedReplyError as exc:
-            if not ANSWER_START.match(exc.text):
+            if not began_answer(exc.text):
                 bar.advance(failed=True)
                 failed = error_result(case, f"{type(exc).__name__}: {exc}")
                 failed.seconds = time.perf_counter() - started
@@ -177,6 +174,7 @@ async def run_with_chat_model(
         result.seconds = seconds
         result.malformed = any(c.arguments is None for c in calls)
         result.text_call = not calls and written_call(turn.content, list(by_name))
+        result.thought = turn.thought
         bar.advance(failed=not result.passed)
         return result
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +67,8 @@ class CaseResult:
     text_call: bool = False
     trace_id: str | None = None
     """The agent request's trace, for a case scored from a recorded run (``--traces``)."""
+    thought: str | None = None
+    """What the model said the question needed before it decided (a guided reply's thought)."""
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CaseResult:
@@ -86,6 +89,7 @@ class CaseResult:
             malformed=bool(d.get("malformed", False)),
             text_call=bool(d.get("text_call", False)),
             trace_id=d.get("traceId"),
+            thought=d.get("thought"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -105,6 +109,7 @@ class CaseResult:
             "malformed": self.malformed,
             "text_call": self.text_call,
             "traceId": self.trace_id,
+            "thought": self.thought,
         }
 
 
@@ -214,6 +219,25 @@ def error_result(case: TsaCase, message: str) -> CaseResult:
 
 def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
+
+
+SMALL_STRATUM = 10
+"""Fewer cases than this and an interval is wide whatever the rate: reports say so."""
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
+    """The Wilson score interval of a rate (95 % for the default ``z``); None for no cases.
+
+    Unlike the normal approximation it stays inside [0, 1] and is honest at 0/n and n/n, which
+    small strata hit: 0 of 8 is [0.00, 0.32], 3 of 3 is [0.44, 1.00].
+    """
+    if n <= 0:
+        return None
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 @dataclass
