@@ -45,9 +45,26 @@ __all__ = ["jaeger", "node_namespace", "real_node"]
 def pytest_collection_modifyitems(
     config: pytest.Config, items: list[pytest.Item]
 ) -> Iterator[None]:
+    refuse_long_ids(items)
     mark_groups(items)  # before pytest-xdist's own hook reads the groups
     yield
     order_for_workers(config, items)  # after deselection and pytest's own reordering
+
+
+# pytest puts the running test's id into PYTEST_CURRENT_TEST, which every process a fixture
+# starts inherits; Linux refuses a single environment string over 128 KiB (E2BIG), so a test
+# parametrized with a 200 kB body and no ids made the first service its fixture started fail, in
+# whichever order the workers happened to reach it.
+MAX_TEST_ID = 1_000
+
+
+def refuse_long_ids(items: list[pytest.Item]) -> None:
+    long = [item.nodeid[:100] for item in items if len(item.nodeid) > MAX_TEST_ID]
+    if long:
+        raise pytest.UsageError(
+            f"{len(long)} test ids are longer than {MAX_TEST_ID} characters (give the "
+            f"parametrization ids=): {long[:3]}"
+        )
 
 
 @dataclass

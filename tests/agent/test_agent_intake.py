@@ -72,6 +72,7 @@ def _a2a(text: str) -> dict[str, Any]:
         ("/v1/query", b'{"question":"x","history":' + DEEP + b"}"),
         ("/v1/chat/completions", b'{"messages":[{"role":"user","content":' + DEEP + b"}]}"),
     ],
+    ids=["query", "chat"],
 )
 def test_deep_nesting_is_a_400_before_parsing(agent: Agent, path: str, body: bytes) -> None:
     error = _error(agent.post(path, body), 400)

@@ -70,6 +70,7 @@ def test_the_limit_is_64_levels(depth: int) -> None:
         b'{"question":"x","history":' + b"[" * 100_000,  # never closed
         b'{"a":' + b'{"b":' * 50_000 + b"1" + b"}" * 50_001,
     ],
+    ids=["arrays", "never-closed", "objects"],
 )
 def test_a_deep_body_is_refused_before_it_is_parsed(raw: bytes) -> None:
     started = time.perf_counter()
@@ -119,6 +120,7 @@ def test_a_surrogate_pair_is_a_character() -> None:
         (b'{"q": ' + b"9" * 5000 + b"}", "not valid JSON"),
         (b'{"q": 1,}', "line 1, column 9"),
     ],
+    ids=["not-utf8", "surrogate", "nan", "infinity", "1e400", "5000-digits", "trailing-comma"],
 )
 def test_what_no_response_could_carry_is_a_400(raw: bytes, message: str) -> None:
     with pytest.raises(JsonBodyError, match=message) as err:

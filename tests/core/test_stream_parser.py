@@ -84,6 +84,7 @@ def test_the_reported_malformed_chunks_are_model_response_errors(line: bytes) ->
         b'data: {"choices": [], "usage": {"completion_tokens": 1e400}}',
         b"data: " + b"[" * 100_000 + b"]" * 100_000,
     ],
+    ids=["nan", "1e400", "deep"],
 )
 def test_numbers_and_nesting_no_turn_can_hold_are_model_response_errors(line: bytes) -> None:
     with pytest.raises(ModelResponseError):

@@ -50,6 +50,7 @@ def _mcp_call(arguments: Any) -> bytes:
         (b'{"arguments":{"query":"SELECT \\ud800"}}', 422, "arguments.query", "lone UTF-16"),
         (b'{"arguments":{"query":"SELECT 1","params":[NaN]}}', 400, None, "NaN is not JSON"),
     ],
+    ids=["deep", "not-utf8", "surrogate", "nan"],
 )
 def test_the_json_route_refuses_in_its_shape(
     sql_service: ServiceProcess, body: bytes, status: int, field: str | None, message: str
@@ -72,6 +73,7 @@ def test_the_json_route_refuses_in_its_shape(
         (_mcp_call({"query": "SELECT '\ud800'"}), 422, -32600, "params.arguments.query"),
         (b'{"jsonrpc":"2.0","id":7,"method":"\\udfff"}', 422, -32600, "method"),
     ],
+    ids=["deep", "not-utf8", "surrogate-argument", "surrogate-method"],
 )
 def test_mcp_refuses_with_json_rpc_errors_not_internal_ones(
     sql_service: ServiceProcess, body: bytes, status: int, code: int, field: str | None
