@@ -216,6 +216,11 @@ def test_the_module_holds_the_types() -> None:
     from sleuth.core.api import fields
 
     def declared(model: type[BaseModel], name: str) -> Any:
+        # typing caches `X | None` by equality: after another test built an equal Literal, the
+        # cached Optional would hold that one, not ours; the annotations are text (PEP 563), so
+        # with the caches cleared they are evaluated again from the modules' own names
+        for clear in typing._cleanups:  # type: ignore[attr-defined]
+            clear()
         hints = typing.get_type_hints(model, include_extras=True)
         hint = hints[name]
         if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
+
 import pytest
 
+from sleuth.core.chatwire import MAX_STREAM_LINE
 from sleuth.core.errors import ModelResponseError, ModelTimeout, ModelUnavailable
 from sleuth.core.llm import ModelTurn, OpenAIChatModel
 from sleuth.core.process import free_port
@@ -200,3 +205,57 @@ async def test_a_guided_reply_that_does_not_parse_is_a_guided_reply_error(
 def test_guided_and_a_response_format_are_exclusive() -> None:
     with pytest.raises(ValueError, match="exclusive"):
         OpenAIChatModel("http://x/v1", "m", tool_calling="guided", response_format={"type": "x"})
+
+
+async def _serve_sse(pieces: list[bytes]) -> tuple[str, asyncio.Server]:
+    """A model server that answers any request with ``pieces`` of an event stream, each its
+    own write (so the client sees lines cut anywhere), then closes."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = re.search(rb"(?i)content-length: *(\d+)", head)
+        await reader.readexactly(int(length.group(1)) if length else 0)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n")
+        writer.write(b"Connection: close\r\n\r\n")
+        for piece in pieces:
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0)
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1", server
+
+
+def _event(delta: dict[str, object], finish: str | None = None) -> bytes:
+    chunk = {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+async def _stream_turn(pieces: list[bytes]) -> ModelTurn:
+    url, server = await _serve_sse(pieces)
+    async with server:
+        return await complete(url, stream=True)
+
+
+async def test_stream_lines_cut_at_every_byte_still_make_the_turn() -> None:
+    call = {"index": 0, "id": "c1", "function": {"name": "sql_query", "arguments": '{"q": 1}'}}
+    body = _event({"content": "Thinking, "}) + _event({"tool_calls": [call]}, "tool_calls")
+    turn = await _stream_turn([body[i : i + 1] for i in range(len(body))] + [b"data: [DONE]\n\n"])
+    assert turn.content == "Thinking, "
+    assert [(c.id, c.name, c.arguments_text) for c in turn.tool_calls] == [
+        ("c1", "sql_query", '{"q": 1}')
+    ]
+    assert turn.finish_reason == "tool_calls"
+
+
+async def test_a_long_stream_line_is_read_and_one_past_the_bound_is_the_servers_error() -> None:
+    text = "x" * 600_000  # one event over the HTTP client's own 128 KiB line limit
+    long = _event({"content": text}, "stop")
+    turn = await _stream_turn([long[i : i + 65536] for i in range(0, len(long), 65536)])
+    assert turn.content == text
+    huge = _event({"content": "x" * (MAX_STREAM_LINE + 1)}, "stop")
+    with pytest.raises(ModelResponseError, match=f"over {MAX_STREAM_LINE} bytes") as info:
+        await _stream_turn([huge[i : i + 65536] for i in range(0, len(huge), 65536)])
+    assert "xxxx" not in str(info.value)

@@ -28,6 +28,10 @@ log = logging.getLogger("sleuth.llm")
 # Receives the text of a streamed reply piece by piece, as the server sends it.
 TextSink = Callable[[str], None]
 
+# The longest line of a streamed reply (one server-sent event): a chunk of a real server is a few
+# hundred bytes, a whole tool call's arguments at most a few kB.
+MAX_STREAM_LINE = 1 << 20
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCallRequest:
@@ -266,7 +270,26 @@ class StreamParser:
 async def read_stream(
     response: aiohttp.ClientResponse, started: float, on_text: TextSink | None
 ) -> ModelTurn:
+    """The streamed turn, read as the bytes arrive and cut into lines here: one wake-up per read
+    rather than per line, and a line over :data:`MAX_STREAM_LINE` is the server's error (a
+    :class:`ModelResponseError`), not the HTTP client's."""
     parser = StreamParser(started, on_text)
-    async for raw in response.content:  # read to the end, so the connection goes back to the pool
-        parser.feed(raw)
+    buffer = bytearray()
+    async for data in response.content.iter_any():  # to the end: the connection is reused
+        end = data.rfind(b"\n")
+        if end < 0:
+            buffer += data
+        else:
+            lines = (bytes(buffer) + data[:end] if buffer else data[:end]).split(b"\n")
+            buffer[:] = data[end + 1 :]
+            if len(lines[0]) > MAX_STREAM_LINE or (  # only the first line holds earlier reads
+                len(data) > MAX_STREAM_LINE and max(map(len, lines)) > MAX_STREAM_LINE
+            ):
+                raise ModelResponseError(f"a stream line is over {MAX_STREAM_LINE} bytes")
+            for line in lines:
+                parser.feed(line)
+        if len(buffer) > MAX_STREAM_LINE:
+            raise ModelResponseError(f"a stream line is over {MAX_STREAM_LINE} bytes")
+    if buffer:
+        parser.feed(bytes(buffer))
     return parser.turn()
