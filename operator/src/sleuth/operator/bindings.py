@@ -47,12 +47,13 @@ def _guard(sql: str, tables: tuple[str, ...], parameters: int) -> str | None:
     """Why the guard refuses a template with ``parameters`` parameters, or None (memoised: the
     resync re-checks the same templates every pass)."""
     try:
-        check_sql(sql, GuardPolicy.of(tables), [None] * parameters)
+        found = check_sql(sql, GuardPolicy.of(tables)).placeholders
     except SqlRejected as err:
-        if "param(s) given" in err.reason:  # the params are the template's parameters
-            found = err.reason.split(" but ")[0]
-            return f"{found} but the template lists {parameters} parameter(s)"
         return err.reason
+    if found != parameters:  # the guard's count check, in the template's words
+        return (
+            f"the query has {found} placeholder(s) but the template lists {parameters} parameter(s)"
+        )
     return None
 
 
