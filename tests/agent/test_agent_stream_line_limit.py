@@ -6,8 +6,6 @@ as one server-sent event (``completion_tokens=1``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 import pytest
 

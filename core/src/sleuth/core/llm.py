@@ -12,7 +12,8 @@ the direct judge and the golden-set generator. ``complete(messages, [])`` is a p
 :mod:`sleuth.core.errors`: :class:`~sleuth.core.errors.ModelTimeout` (no answer within
 ``timeout_s``, the whole call) and other :class:`~sleuth.core.errors.ModelUnavailable`
 (unreachable, 429, 5xx) are retryable; :class:`~sleuth.core.errors.ModelResponseError` (4xx, a
-body that is not a chat completion, a streamed line longer than aiohttp reads) is not. Retrying is the caller's decision.
+body that is not a chat completion, a streamed line longer than aiohttp reads) is not. Retrying
+is the caller's decision.
 
 ``tool_calling="guided"`` (:mod:`sleuth.core.guided`) adds a JSON Schema the reply must follow,
 through the server's structured-output field, and parses the reply back into the same
