@@ -20,6 +20,7 @@ import kopf
 from kopf._core.engines.peering import Identity  # a NewType of str, not re-exported
 
 import sleuth.operator.handlers  # noqa: F401  (registers the handlers)
+from sleuth.operator.apiserver import api_server_from_flags, discover_api_server
 from sleuth.operator.controller import Controller, OperatorSettings
 from sleuth.operator.issuer import discover_issuer
 from sleuth.operator.loop.leader import default_identity, lead
@@ -81,6 +82,10 @@ def operator_settings(
     )
     try:
         scaling = autoscaling_settings(args)
+        api_server = api_server_from_flags(
+            list(getattr(args, "api_server_cidr", None) or ()),
+            getattr(args, "api_server_port", None),
+        )
     except ValueError as err:
         raise SystemExit(f"sleuth operator: {err}") from None
     render = dataclasses.replace(
@@ -92,6 +97,7 @@ def operator_settings(
         series_namespace_label=namespace_label,
         **allowlist_settings(args),
         **image_pull_settings(args),
+        api_server=api_server,
     )
     return OperatorSettings(loop=loop, render=render)
 
@@ -103,8 +109,19 @@ def run(args: argparse.Namespace) -> int:
     issuer = args.service_account_issuer or discover_issuer(
         controller.ctx.kube, render.service_account_issuer
     )
-    controller.ctx.settings = dataclasses.replace(render, service_account_issuer=issuer)
-    logging.getLogger("sleuth.operator").info("agents accept ServiceAccount tokens of %s", issuer)
+    # The API server's endpoints, which those agents' NetworkPolicies admit (apiserver.py).
+    api_server = render.api_server or discover_api_server(controller.ctx.kube)
+    controller.ctx.settings = dataclasses.replace(
+        render, service_account_issuer=issuer, api_server=api_server
+    )
+    log = logging.getLogger("sleuth.operator")
+    log.info("agents accept ServiceAccount tokens of %s", issuer)
+    if api_server is not None:
+        log.info(
+            "agents that admit ServiceAccount tokens may reach the API server at %s, port %d",
+            ", ".join(api_server.cidrs),
+            api_server.port,
+        )
     if args.metrics_port:
         serve(args.metrics_port)
     kopf.configure(verbose=args.verbose)
