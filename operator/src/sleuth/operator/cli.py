@@ -21,7 +21,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     from sleuth.core.api.v1alpha1.allowlists import OFFICIAL_VLLM_REPOSITORIES
-    from sleuth.operator.render_command import add_autoscaling_flags
+    from sleuth.operator.render_command import add_api_server_flags, add_autoscaling_flags
     from sleuth.operator.settings import add_image_pull_flags
 
     parser = subparsers.add_parser(
@@ -166,19 +166,6 @@ def register(subparsers: Any) -> None:
         help="the cluster's ServiceAccount token issuer, whose tokens agents accept (default: "
         "read from the API server's /.well-known/openid-configuration at start)",
     )
-    parser.add_argument(
-        "--api-server-cidr",
-        action="append",
-        metavar="CIDR",
-        help="an address range of the Kubernetes API server's endpoints, which agents that admit "
-        "ServiceAccount tokens may reach for the cluster's JWKS (repeatable; with "
-        "--api-server-port; default: read from EndpointSlice default/kubernetes at start)",
-    )
-    parser.add_argument(
-        "--api-server-port",
-        type=int,
-        help="the API server's port on those addresses (the endpoints' port, e.g. 6443, not "
-        "the kubernetes Service's 443)",
-    )
+    add_api_server_flags(parser)
     add_autoscaling_flags(parser)
     parser.set_defaults(func=_run)
