@@ -104,6 +104,9 @@ def operator_settings(
 
 def run(args: argparse.Namespace) -> int:
     controller = Controller.build(operator_settings(args))
+    kopf.configure(verbose=args.verbose)  # first: what the discoveries below log is shown
+    if not args.verbose:  # kopf logs a line per watch event (17,000 children at 1,000 agents)
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     # The cluster's ServiceAccount issuer, which every agent accepts (render/access.py).
     render = controller.ctx.settings
     issuer = args.service_account_issuer or discover_issuer(
@@ -124,9 +127,6 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.metrics_port:
         serve(args.metrics_port)
-    kopf.configure(verbose=args.verbose)
-    if not args.verbose:  # kopf logs a line per watch event (17,000 children at 1,000 agents)
-        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     # kopf's own default identity asks getpass.getuser(), which raises KeyError for a uid without
     # a passwd entry (the image's 65532 in a pod with no USER/LOGNAME): name ourselves instead.
     identity = default_identity(os.environ.get("POD_NAME"))
