@@ -74,19 +74,19 @@ def _egress_urls(
     return urls + tracing_urls(tracing) + jwks
 
 
-def api_server_rules(access: AccessConfig, settings: RenderSettings) -> list[Rule]:
+def api_server_rules(access: AccessConfig | None, settings: RenderSettings) -> list[Rule]:
     """Egress to the API server's endpoints, for the cluster issuer's JWKS: only when the agent
     accepts ServiceAccount tokens, and only when the operator knows the endpoints."""
     server = settings.api_server
-    if server is None or not trusts_cluster_issuer(access):
+    if server is None or access is None or not trusts_cluster_issuer(access):
         return []
     return [{"to": [{"ipBlock": {"cidr": c}} for c in server.cidrs], "ports": [tcp(server.port)]}]
 
 
-def api_server_unknown(access: AccessConfig, settings: RenderSettings) -> str | None:
+def api_server_unknown(access: AccessConfig | None, settings: RenderSettings) -> str | None:
     """Why the agent's ServiceAccount callers are refused where policies are enforced, or None:
     it accepts ServiceAccount tokens but the operator does not know the API server's endpoints."""
-    if settings.api_server is not None or not trusts_cluster_issuer(access):
+    if access is None or settings.api_server is not None or not trusts_cluster_issuer(access):
         return None
     callers = ", ".join(c.name for c in access.callers if c.service_account is not None)
     return (
