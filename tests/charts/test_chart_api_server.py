@@ -3,6 +3,8 @@ read by the operator from EndpointSlice default/kubernetes (a Role on that one o
 
 from __future__ import annotations
 
+import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from sleuth.core.cli import build_parser
 from sleuth.operator.apiserver import api_server_from_flags
 from tests.charts.chart_testkit import CHART, documents, find, operator_args, run_helm, template
+from tests.support.paths import ROOT
 
 ROLE = "sleuth-operator-api-server-endpoints"
 
@@ -66,3 +69,14 @@ def test_half_or_wrong_endpoints_are_refused_naming_the_value(
     proc = run_helm(helm, "template", "x", str(CHART), *args, check=False)
     assert proc.returncode != 0
     assert said in proc.stderr
+
+
+def test_the_install_guides_api_server_values_render(helm: Path, tmp_path: Path) -> None:
+    """docs/install.md's networkPolicy.apiServer block, as a values file."""
+    text = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "# api-server.yaml" in b]
+    values = tmp_path / "api-server.yaml"
+    values.write_text(textwrap.dedent(block), encoding="utf-8")
+    docs = documents(template(helm, values))
+    args = build_parser("operator").parse_args(operator_args(docs))
+    assert (args.api_server_cidr, args.api_server_port) == (["10.0.0.0/28"], 6443)
