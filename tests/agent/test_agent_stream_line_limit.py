@@ -6,6 +6,8 @@ as one server-sent event (``completion_tokens=1``)."""
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 
@@ -25,6 +27,9 @@ MARK = "LEAKMARK"
 LONG = MARK + "x" * (4 << 20)
 ONE_LINE = ScriptedResponse(content=LONG, completion_tokens=1)
 SHORT = ScriptedResponse(content="47 contracts.", completion_tokens=1)
+# What the error says (the client's limit, or a line limit of the stream reader: either way a
+# line over a limit, and not the line itself).
+SAID = re.compile(r"stream line (is )?over")
 
 
 async def test_the_model_client_says_the_model_server_sent_a_line_too_long(
@@ -40,7 +45,7 @@ async def test_the_model_client_says_the_model_server_sent_a_line_too_long(
     finally:
         await model.aclose()
     said = str(info.value)
-    assert said.startswith("model server sent a stream line over the HTTP client's limit"), said
+    assert SAID.search(said), said
     assert MARK not in said
     assert info.value.retryable is False
     assert turn.content == "47 contracts."
@@ -55,12 +60,13 @@ def test_the_agent_answers_without_a_500_and_leaks_nothing(
         {
             "model": {"endpoint": scripted.url, "servedModelName": "scripted"},
             "planner": {"mode": "llm", "fallbackToRouter": fallback},
+            # no online scoring: its judge calls would take the scripted turns
+            "onlineEval": {"sampleRate": 0},
         }
     )
     tools = {t.name: BoundTool(t) for t in (seed_sql(), seed_vector())}
     question = {"question": "How many contracts in 2025?"}
     chat = {"model": "agent", "messages": [{"role": "user", "content": question["question"]}]}
-    said = "model server sent a stream line over the HTTP client's limit"
     with serve_app(create_app(config, tools=tools)) as served, httpx.Client(timeout=60) as client:
         for path, body in (("/v1/query", question), ("/v1/chat/completions", chat)):
             scripted.set_scenario(Scenario(turns=[ONE_LINE], turn_selection="sequential"))
@@ -73,8 +79,9 @@ def test_the_agent_answers_without_a_500_and_leaks_nothing(
             else:
                 answer = reply["choices"][0]["message"]["content"]
                 trace = reply["sleuth"]["trace"]
-            assert said in answer, answer
-            assert trace["steps"][0]["error"].startswith(said), trace
+            assert "model server" in answer.lower(), answer
+            assert SAID.search(answer), answer
+            assert SAID.search(trace["steps"][0]["error"]), trace
             if fallback:  # the router answers, saying why
                 assert trace["degraded"] is True
                 assert "deterministic router" in answer
