@@ -33,12 +33,12 @@ CLUSTER_DIR = ROOT / "tests" / "cluster"
 # One real node per machine: its session fixture is registered here, once, for every folder
 # that needs it (tests/cluster, tests/e2e) — two registrations would compete for the node.
 sys.path.insert(0, str(CLUSTER_DIR))
-from realnode_kit import node_namespace, real_node  # noqa: E402
+from realnode_kit import netpol_enforcer, node_namespace, real_node  # noqa: E402
 
 # The trace backend (Jaeger on loopback ports) of the tracing tests, one per session.
 from tests.support.jaeger import jaeger  # noqa: E402
 
-__all__ = ["jaeger", "node_namespace", "real_node"]
+__all__ = ["jaeger", "netpol_enforcer", "node_namespace", "real_node"]
 
 
 @pytest.hookimpl(wrapper=True)

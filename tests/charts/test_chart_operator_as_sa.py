@@ -101,7 +101,43 @@ def test_operator_reconciles_with_only_the_charts_namespace_role(
         if re.search(r"\b403\b", line.split("]", 1)[-1]) or "Forbidden" in line
     ]
     assert refused == [], "\n".join(refused[:5])
+    # The chart's Role in default let it read the API server's endpoints (apiserver.py).
+    assert "agents that admit ServiceAccount tokens may reach the API server at" in text, text
     kube.helm("uninstall", release, "-n", namespace, "--wait")
+
+
+def test_an_operator_that_may_not_read_the_api_server_endpoints_fails_closed_and_says_so(
+    kube: Any, namespace: str, other_namespace: str, tmp_path: Path
+) -> None:
+    """Installed with networkPolicy.apiServer (so without the Role on EndpointSlice
+    default/kubernetes) but run without its flags: the operator knows no API server endpoint, so
+    the agent's policy has no route to it, and the AgentDeployment, whose callers name
+    ServiceAccounts, reports Degraded APIServerUnknown naming them."""
+    release = f"a{namespace[2:]}"
+    sets = [
+        f"watchNamespaces={{{other_namespace}}}",
+        "networkPolicy.apiServer.cidrs={10.0.0.1/32}",
+        "networkPolicy.apiServer.port=6443",
+    ]
+    install(kube, release, namespace, *sets)
+    try:
+        sa = f"{release}-sleuth-operator"
+        status, text = _run_operator_as(
+            kube, namespace, sa, [other_namespace], tmp_path, agents_in=other_namespace
+        )
+    finally:
+        kube.helm("uninstall", release, "-n", namespace, "--wait")
+    assert "could not read EndpointSlice default/kubernetes (KubeRejected)" in text, text
+    assert "networkPolicy.apiServer" in text
+    degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
+    assert (degraded["status"], degraded["reason"]) == ("True", "APIServerUnknown"), degraded
+    assert degraded["message"].endswith("callers contracts-portal"), degraded
+    policy = get(kube, "networkpolicy", "contracts-agent", "-n", other_namespace)
+    assert not [
+        r
+        for r in policy["spec"]["egress"]
+        if {"port": 6443, "protocol": "TCP"} in r.get("ports", [])
+    ]
 
 
 def test_cluster_wide_operator_without_secret_access_uses_no_secret(

@@ -24,8 +24,14 @@ conntrack fix that workaround is for), ``--disable-nri`` and ``--fail-open=false
 
 Differences from the engine's own rules: it queues only pods some NetworkPolicy selects (an nft
 set it keeps), these rules queue the whole pod CIDR (the engine accepts packets of pods no
-policy selects, so verdicts are the same; more packets reach user space); and IPv6 is not
-diverted (the node is IPv4 only).
+policy selects, so verdicts are the same; more packets reach user space); IPv6 is not
+diverted (the node is IPv4 only); and packets from the pods to the node itself are diverted too,
+from chain :data:`INPUT_CHAIN` of the mangle table's INPUT (established and related ones pass,
+every other packet that arrives on the bridge from a pod goes to the same queue). The engine
+hooks only postrouting, which a packet delivered to the node never reaches: on this one machine
+the API server (and CoreDNS) listen on the node's own address, where a real cluster's API server
+is another machine, reached through the postrouting path. Without it no policy could refuse a
+pod's connection to the API server, and a test of the agents' API server rule could not fail.
 
 The engine reads the API with an in-cluster configuration only (a ServiceAccount token at
 /var/run/secrets/kubernetes.io/serviceaccount). It runs on the host as a node process, in a
@@ -45,7 +51,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from node_config import BIN, CLUSTER_CIDR, LOGS, NODE_NAME, RUN
+from node_config import BIN, BRIDGE, CLUSTER_CIDR, LOGS, NODE_NAME, RUN
 from node_host import (
     alive,
     check_alive,
@@ -62,6 +68,7 @@ from node_host import (
 
 NAME = "kube-network-policies"
 CHAIN = "SLEUTH-NETPOL"
+INPUT_CHAIN = "SLEUTH-NETPOL-IN"
 QUEUE = 100
 NFT_TABLE = ("inet", NAME)
 TOKEN_DIR = RUN / "netpol"
@@ -132,26 +139,40 @@ def divert_rules() -> list[list[str]]:
     ]
 
 
+def input_divert_rules() -> list[list[str]]:
+    """The rules of :data:`INPUT_CHAIN`: new connections from a pod to the node itself."""
+    return [
+        ["-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN"],
+        ["-i", BRIDGE, "-s", CLUSTER_CIDR, "-j", "NFQUEUE", "--queue-num", str(QUEUE)],
+    ]
+
+
+# (the mangle table's built-in chain, our chain, its rules)
+DIVERTS = (("POSTROUTING", CHAIN, divert_rules), ("INPUT", INPUT_CHAIN, input_divert_rules))
+
+
 def _ipt(*args: str, check: bool = True) -> Any:
     return run("iptables", "-w", "-t", "mangle", *args, check=check)
 
 
 def add_divert() -> None:
-    _ipt("-N", CHAIN, check=False)
-    _ipt("-F", CHAIN)
-    for rule in divert_rules():
-        _ipt("-A", CHAIN, *rule)
-    if _ipt("-C", "POSTROUTING", "-j", CHAIN, check=False).returncode:
-        _ipt("-A", "POSTROUTING", "-j", CHAIN)
+    for hook, chain, rules in DIVERTS:
+        _ipt("-N", chain, check=False)
+        _ipt("-F", chain)
+        for rule in rules():
+            _ipt("-A", chain, *rule)
+        if _ipt("-C", hook, "-j", chain, check=False).returncode:
+            _ipt("-A", hook, "-j", chain)
 
 
 def remove_divert() -> None:
     if not shutil.which("iptables"):
         return
-    while _ipt("-C", "POSTROUTING", "-j", CHAIN, check=False).returncode == 0:
-        _ipt("-D", "POSTROUTING", "-j", CHAIN)
-    _ipt("-F", CHAIN, check=False)
-    _ipt("-X", CHAIN, check=False)
+    for hook, chain, _rules in DIVERTS:
+        while _ipt("-C", hook, "-j", chain, check=False).returncode == 0:
+            _ipt("-D", hook, "-j", chain)
+        _ipt("-F", chain, check=False)
+        _ipt("-X", chain, check=False)
 
 
 def nft_table_exists() -> bool | None:
@@ -265,11 +286,12 @@ def down(problems: list[str] | None = None) -> list[str]:
 
 def leftovers() -> list[str]:
     found = []
-    if (
-        shutil.which("iptables")
-        and run("iptables", "-w", "-t", "mangle", "-S", CHAIN, check=False).returncode == 0
-    ):
-        found.append(f"iptables -t mangle chain {CHAIN}")
+    for _hook, chain, _rules in DIVERTS:
+        if (
+            shutil.which("iptables")
+            and run("iptables", "-w", "-t", "mangle", "-S", chain, check=False).returncode == 0
+        ):
+            found.append(f"iptables -t mangle chain {chain}")
     if nft_table_exists():
         found.append(f"nft table {' '.join(NFT_TABLE)}")
     if queue_bound():
@@ -291,6 +313,9 @@ def status() -> dict[str, Any]:
         "divert_chain": run(
             "iptables", "-w", "-t", "mangle", "-S", CHAIN, check=False
         ).stdout.splitlines(),
+        "input_divert_chain": run(
+            "iptables", "-w", "-t", "mangle", "-S", INPUT_CHAIN, check=False
+        ).stdout.splitlines(),
         "nft_table": nft_table_exists(),
         # The engine's own nftables rules, refused by this kernel (no nft queue statement).
         "nft_sync_refused": '"syncing nftables rules" error=' in engine_log,
@@ -300,4 +325,4 @@ def status() -> dict[str, Any]:
     }
 
 
-__all__ = ["CHAIN", "NAME", "QUEUE", "down", "leftovers", "status", "up"]
+__all__ = ["CHAIN", "INPUT_CHAIN", "NAME", "QUEUE", "down", "leftovers", "status", "up"]

@@ -298,3 +298,16 @@ def node_namespace(real_node: RealNodeCluster) -> Iterator[str]:
         yield name
     finally:
         real_node.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.fixture
+def netpol_enforcer(real_node: RealNodeCluster) -> Iterator[dict[str, Any]]:
+    """SIG Network's kube-network-policies enforcing NetworkPolicies on the node
+    (tests/cluster/node_netpol.py): its status at the start; stopped, and checked to have left
+    nothing, afterwards."""
+    status: dict[str, Any] = json.loads(real_node.node("netpol", "up").stdout)
+    try:
+        yield status
+    finally:
+        left = json.loads(real_node.node("netpol", "down", check=False).stdout or "[]")
+        assert left == [], f"the enforcer left {left}"

@@ -111,17 +111,6 @@ def _service(ns: str, name: str, selector: dict[str, str], port: int, target: in
 
 
 @pytest.fixture
-def enforcer(real_node: RealNodeCluster) -> Iterator[dict[str, Any]]:
-    """kube-network-policies running on the node; stopped and cleaned up afterwards."""
-    status: dict[str, Any] = json.loads(real_node.node("netpol", "up").stdout)
-    try:
-        yield status
-    finally:
-        left = json.loads(real_node.node("netpol", "down", check=False).stdout or "[]")
-        assert left == [], f"the enforcer left {left}"
-
-
-@pytest.fixture
 def namespaces(real_node: RealNodeCluster) -> Iterator[tuple[str, str, str]]:
     """The test's namespace, the provider's and a decoy's; deleted afterwards."""
     suffix = uuid.uuid4().hex[:6]
@@ -172,8 +161,9 @@ class Pods:
 
 
 def test_rendered_policies_are_enforced_between_pods(
-    real_node: RealNodeCluster, enforcer: dict[str, Any], namespaces: tuple[str, str, str]
+    real_node: RealNodeCluster, netpol_enforcer: dict[str, Any], namespaces: tuple[str, str, str]
 ) -> None:
+    enforcer = netpol_enforcer
     ns, provider_ns, elsewhere_ns = namespaces
     assert enforcer["running"]
     assert enforcer["queue_bound"]

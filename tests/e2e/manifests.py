@@ -11,6 +11,8 @@ from typing import Any
 
 from platform_kit import PODS, READER_PASSWORD, ROOT, seed_scenario
 
+from sleuth.tools.sample.contracts import SEED_QUESTION
+
 
 def _configmap(name: str, namespace: str, files: dict[str, str]) -> dict[str, Any]:
     return {
@@ -294,3 +296,71 @@ def trace_backend(image: str, binary: Path, config: Path) -> list[dict[str, Any]
         deployment,
         service,
     ]
+
+
+# A caller's pod: POSTs the seed's question to the agent with the token its kubelet mounted (a
+# TokenRequest of the pod's ServiceAccount, audience the agent's) and prints the status it got.
+ASK_WITH_MOUNTED_TOKEN = """
+import json, sys, urllib.error, urllib.request
+token = open("/var/run/secrets/caller/token").read().strip()
+request = urllib.request.Request(sys.argv[1], data=json.dumps({"question": sys.argv[2]}).encode(),
+    headers={"Content-Type": "application/json", "Authorization": "Bearer " + token})
+try:
+    status = urllib.request.urlopen(request, timeout=120).status
+except urllib.error.HTTPError as err:
+    status = err.code
+print("status", status)
+"""
+
+
+def caller_job(
+    name: str, account: str, audience: str, image: str, url: str, namespace: str
+) -> dict[str, Any]:
+    """A Job whose pod runs as ServiceAccount ``account`` with a projected token for
+    ``audience`` and asks the agent at ``url`` once (restricted Pod Security, no other token)."""
+    pod = {
+        "serviceAccountName": account,
+        "automountServiceAccountToken": False,
+        "restartPolicy": "Never",
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65532,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [
+            {
+                "name": "ask",
+                "image": image,
+                "imagePullPolicy": "Never",
+                "command": ["python", "-c", ASK_WITH_MOUNTED_TOKEN, url, SEED_QUESTION],
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+                "volumeMounts": [{"name": "caller", "mountPath": "/var/run/secrets/caller"}],
+            }
+        ],
+        "volumes": [
+            {
+                "name": "caller",
+                "projected": {
+                    "sources": [
+                        {
+                            "serviceAccountToken": {
+                                "path": "token",
+                                "audience": audience,
+                                "expirationSeconds": 3600,
+                            }
+                        }
+                    ]
+                },
+            }
+        ],
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"backoffLimit": 0, "template": {"spec": pod}},
+    }

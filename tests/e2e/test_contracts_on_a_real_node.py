@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from manifests import TRACE_NAMESPACE, backends, trace_backend, vector_store
+from manifests import TRACE_NAMESPACE, backends, caller_job, trace_backend, vector_store
 from node_config import CONTAINERD_SOCK
 from platform_kit import (
     ROOT,
@@ -344,72 +344,6 @@ def test_an_eval_job_writes_scores_into_the_status(platform: Platform) -> None:
     assert_eval_questions_traced(platform)
 
 
-# A caller's pod: POSTs the seed's question to the agent with the token its kubelet mounted (a
-# TokenRequest of the pod's ServiceAccount, audience the agent's) and prints the status it got.
-ASK_WITH_MOUNTED_TOKEN = """
-import json, sys, urllib.error, urllib.request
-token = open("/var/run/secrets/caller/token").read().strip()
-request = urllib.request.Request(sys.argv[1], data=json.dumps({"question": sys.argv[2]}).encode(),
-    headers={"Content-Type": "application/json", "Authorization": "Bearer " + token})
-try:
-    status = urllib.request.urlopen(request, timeout=120).status
-except urllib.error.HTTPError as err:
-    status = err.code
-print("status", status)
-"""
-
-
-def _caller_job(name: str, account: str, audience: str, image: str, url: str) -> dict[str, Any]:
-    """A Job whose pod runs as ServiceAccount ``account`` with a projected token for
-    ``audience`` and asks the agent at ``url`` once (restricted Pod Security, no other token)."""
-    pod = {
-        "serviceAccountName": account,
-        "automountServiceAccountToken": False,
-        "restartPolicy": "Never",
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": 65532,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        "containers": [
-            {
-                "name": "ask",
-                "image": image,
-                "imagePullPolicy": "Never",
-                "command": ["python", "-c", ASK_WITH_MOUNTED_TOKEN, url, SEED_QUESTION],
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "readOnlyRootFilesystem": True,
-                    "capabilities": {"drop": ["ALL"]},
-                },
-                "volumeMounts": [{"name": "caller", "mountPath": "/var/run/secrets/caller"}],
-            }
-        ],
-        "volumes": [
-            {
-                "name": "caller",
-                "projected": {
-                    "sources": [
-                        {
-                            "serviceAccountToken": {
-                                "path": "token",
-                                "audience": audience,
-                                "expirationSeconds": 3600,
-                            }
-                        }
-                    ]
-                },
-            }
-        ],
-    }
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": APP},
-        "spec": {"backoffLimit": 0, "template": {"spec": pod}},
-    }
-
-
 def _audit_records(platform: Platform) -> list[dict[str, Any]]:
     """The audit records every agent pod wrote (their whole output)."""
     out = platform.kubectl("logs", "-n", APP, "-l", AGENT_PODS, "--tail=-1", check=False).stdout
@@ -438,7 +372,7 @@ def test_pods_authenticate_with_projected_tokens_and_another_account_is_refused(
     image = platform.images["testkit"]
     jobs = {"portal": "contracts-portal", "intruder": "contracts-intruder"}
     platform.apply(
-        [_caller_job(f"ask-as-{who}", acct, audience, image, url) for who, acct in jobs.items()]
+        [caller_job(f"ask-as-{who}", acct, audience, image, url, APP) for who, acct in jobs.items()]
     )
     for who in jobs:
         platform.kubectl("wait", "--for=condition=complete", f"job/ask-as-{who}", "-n", APP,

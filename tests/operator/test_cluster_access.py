@@ -16,6 +16,7 @@ import httpx
 import pytest
 import yaml
 
+from sleuth.operator.apiserver import slice_api_server
 from sleuth.scripted import Scenario, ScriptedServer
 from tests.agent.agent_doubles import SEED_QUESTION, seed_tools, seed_turns
 from tests.agent.agent_process import AgentProcess
@@ -191,3 +192,17 @@ def test_the_operator_renders_access_and_reports_a_missing_key_secret(
     volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
     assert volumes["apikey-dashboard"]["secret"]["secretName"] == "dashboard-keys"
     assert "items" not in volumes["apikey-dashboard"]["secret"]  # whole: keys rotate in place
+    # The agent admits a ServiceAccount: its policy reaches the API server's endpoints, which
+    # the operator read from EndpointSlice default/kubernetes at its start (apiserver.py).
+    endpoints = slice_api_server(
+        json.loads(kube.kubectl("get", "endpointslice", "kubernetes", "-n", "default",
+                                "-o", "json").stdout)
+    )  # fmt: skip
+    assert endpoints is not None
+    policy = get("networkpolicy", "keys-agent") or {}
+    assert {
+        "to": [{"ipBlock": {"cidr": c}} for c in endpoints.cidrs],
+        "ports": [{"port": endpoints.port, "protocol": "TCP"}],
+    } in policy["spec"]["egress"]
+    degraded = {c["type"]: c for c in obj["status"]["conditions"]}.get("Degraded", {})
+    assert degraded.get("reason") != "APIServerUnknown", degraded

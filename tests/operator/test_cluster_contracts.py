@@ -14,9 +14,11 @@ import pytest
 import yaml
 
 from sleuth.core.kube import CRON_JOB, DEPLOYMENT, Kube
+from sleuth.operator.apiserver import discover_api_server
 from sleuth.operator.reconcile_agent import reconcile_agent
 from sleuth.operator.reconcile_common import Context
 from sleuth.operator.reconcile_tool import reconcile_tool
+from sleuth.operator.render.meta import RenderSettings
 from tests.operator.operator_testkit import OperatorProcess
 from tests.support.paths import EXAMPLES
 from tests.support.polling import eventually
@@ -275,7 +277,9 @@ def test_reapply_and_second_reconcile_change_nothing(
         what="stable resourceVersions",
     )
     _apply_example(kube, namespace)
-    ctx = Context(kube=Kube(kube.api))
+    # The operator's settings include what it reads from the cluster at start.
+    api = Kube(kube.api)
+    ctx = Context(kube=api, settings=RenderSettings(api_server=discover_api_server(api)))
     assert reconcile_agent(ctx, namespace, "contracts") is not None
     for binding in ("contracts-clauses", "contracts-sql", "contracts-web"):
         assert reconcile_tool(ctx, namespace, binding) is not None

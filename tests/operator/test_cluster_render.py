@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from sleuth.operator.apiserver import slice_api_server
 from sleuth.operator.render.meta import RenderSettings
 from sleuth.operator.rendercli import render_objects
 from tests.operator.operator_testkit import OperatorProcess, example_docs
@@ -79,11 +80,20 @@ def test_render_prints_what_the_operator_applies(
             if any(r["uid"] in uids for r in o["metadata"].get("ownerReferences") or [])
         }
 
-    # The resources as the operator reads them (uids included), through the command itself.
+    # The resources as the operator reads them (uids included), through the command itself,
+    # with what the operator reads from the cluster at start as flags: the API server's
+    # endpoints (EndpointSlice default/kubernetes), which the agent's policy admits.
     inputs = tmp_path / "resources.yaml"
     inputs.write_text(yaml.safe_dump_all(resources))
+    endpoints = slice_api_server(_json(kube, "get", "endpointslice", "kubernetes", "-n", "default"))
+    assert endpoints is not None
+    flags = [f"--api-server-cidr={c}" for c in endpoints.cidrs]
+    flags.append(f"--api-server-port={endpoints.port}")
     proc = subprocess.run(
-        [str(SLEUTH), "render", "-f", str(inputs)], capture_output=True, text=True, timeout=120
+        [str(SLEUTH), "render", "-f", str(inputs), *flags],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     printed = [d for d in yaml.safe_load_all(proc.stdout) if d]

@@ -12,7 +12,8 @@ the direct judge and the golden-set generator. ``complete(messages, [])`` is a p
 :mod:`sleuth.core.errors`: :class:`~sleuth.core.errors.ModelTimeout` (no answer within
 ``timeout_s``, the whole call) and other :class:`~sleuth.core.errors.ModelUnavailable`
 (unreachable, 429, 5xx) are retryable; :class:`~sleuth.core.errors.ModelResponseError` (4xx, a
-body that is not a chat completion) is not. Retrying is the caller's decision.
+body that is not a chat completion, a streamed line longer than aiohttp reads) is not. Retrying
+is the caller's decision.
 
 ``tool_calling="guided"`` (:mod:`sleuth.core.guided`) adds a JSON Schema the reply must follow,
 through the server's structured-output field, and parses the reply back into the same
@@ -29,6 +30,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 import aiohttp
+from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 from opentelemetry.trace import Span
 
 from sleuth.core import guided, spans
@@ -211,6 +213,14 @@ class OpenAIChatModel:
         except aiohttp.ClientError as exc:  # the text names the server's address: logged only
             log.warning("model server unreachable: %r", exc)
             raise ModelUnavailable(f"model server unreachable ({type(exc).__name__})") from exc
+        except HttpProcessingError as exc:  # LineTooLong and kin: their text quotes the bytes
+            what = (
+                "a stream line over the HTTP client's limit"
+                if isinstance(exc, LineTooLong)
+                else "a malformed HTTP message"
+            )
+            log.warning("model server at %s sent %s (%s)", self.base_url, what, type(exc).__name__)
+            raise ModelResponseError(f"model server sent {what} ({type(exc).__name__})") from None
 
 
 def _record_turn(span: Span, turn: ModelTurn, capture_content: bool) -> None:

@@ -21,7 +21,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     from sleuth.core.api.v1alpha1.allowlists import OFFICIAL_VLLM_REPOSITORIES
-    from sleuth.operator.render_command import add_autoscaling_flags
+    from sleuth.operator.render_command import add_api_server_flags, add_autoscaling_flags
     from sleuth.operator.settings import add_image_pull_flags
 
     parser = subparsers.add_parser(
@@ -166,5 +166,6 @@ def register(subparsers: Any) -> None:
         help="the cluster's ServiceAccount token issuer, whose tokens agents accept (default: "
         "read from the API server's /.well-known/openid-configuration at start)",
     )
+    add_api_server_flags(parser)
     add_autoscaling_flags(parser)
     parser.set_defaults(func=_run)

@@ -20,6 +20,7 @@ import kopf
 from kopf._core.engines.peering import Identity  # a NewType of str, not re-exported
 
 import sleuth.operator.handlers  # noqa: F401  (registers the handlers)
+from sleuth.operator.apiserver import api_server_from_flags, discover_api_server
 from sleuth.operator.controller import Controller, OperatorSettings
 from sleuth.operator.issuer import discover_issuer
 from sleuth.operator.loop.leader import default_identity, lead
@@ -81,6 +82,10 @@ def operator_settings(
     )
     try:
         scaling = autoscaling_settings(args)
+        api_server = api_server_from_flags(
+            list(getattr(args, "api_server_cidr", None) or ()),
+            getattr(args, "api_server_port", None),
+        )
     except ValueError as err:
         raise SystemExit(f"sleuth operator: {err}") from None
     render = dataclasses.replace(
@@ -92,24 +97,36 @@ def operator_settings(
         series_namespace_label=namespace_label,
         **allowlist_settings(args),
         **image_pull_settings(args),
+        api_server=api_server,
     )
     return OperatorSettings(loop=loop, render=render)
 
 
 def run(args: argparse.Namespace) -> int:
     controller = Controller.build(operator_settings(args))
+    kopf.configure(verbose=args.verbose)  # first: what the discoveries below log is shown
+    if not args.verbose:  # kopf logs a line per watch event (17,000 children at 1,000 agents)
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     # The cluster's ServiceAccount issuer, which every agent accepts (render/access.py).
     render = controller.ctx.settings
     issuer = args.service_account_issuer or discover_issuer(
         controller.ctx.kube, render.service_account_issuer
     )
-    controller.ctx.settings = dataclasses.replace(render, service_account_issuer=issuer)
-    logging.getLogger("sleuth.operator").info("agents accept ServiceAccount tokens of %s", issuer)
+    # The API server's endpoints, which those agents' NetworkPolicies admit (apiserver.py).
+    api_server = render.api_server or discover_api_server(controller.ctx.kube)
+    controller.ctx.settings = dataclasses.replace(
+        render, service_account_issuer=issuer, api_server=api_server
+    )
+    log = logging.getLogger("sleuth.operator")
+    log.info("agents accept ServiceAccount tokens of %s", issuer)
+    if api_server is not None:
+        log.info(
+            "agents that admit ServiceAccount tokens may reach the API server at %s, port %d",
+            ", ".join(api_server.cidrs),
+            api_server.port,
+        )
     if args.metrics_port:
         serve(args.metrics_port)
-    kopf.configure(verbose=args.verbose)
-    if not args.verbose:  # kopf logs a line per watch event (17,000 children at 1,000 agents)
-        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     # kopf's own default identity asks getpass.getuser(), which raises KeyError for a uid without
     # a passwd entry (the image's 65532 in a pod with no USER/LOGNAME): name ourselves instead.
     identity = default_identity(os.environ.get("POD_NAME"))

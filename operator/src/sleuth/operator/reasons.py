@@ -36,6 +36,9 @@ REASONS: dict[str, str] = {
     "ReplicaFailure": "Degraded=True: a child's ReplicaSet cannot create its pods",
     "ToolsNotReady": "Degraded=True: some bound tool services are not ready",
     "AsExpected": "Degraded=False: nothing missing",
+    "APIServerUnknown": "Degraded=True: the agent admits ServiceAccount tokens but the operator "
+    "does not know the API server's addresses, so its NetworkPolicy cannot admit the cluster's "
+    "JWKS: those callers are refused where policies are enforced",
     "Scheduled": "Ready=True: the eval CronJob is applied",
     "Suspended": "Ready=True: the eval CronJob is applied and suspended",
     "ModelEndpointUnknown": "Ready=False, Degraded=True: the agent's model endpoint is unknown",

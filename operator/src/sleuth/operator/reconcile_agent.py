@@ -51,9 +51,10 @@ from sleuth.operator.reconcile_common import (
 )
 from sleuth.operator.reconcile_scaling import replica_counts, scaled_to_zero_condition
 from sleuth.operator.render.access import agent_audience
-from sleuth.operator.render.agent import agent_card_url, agent_endpoint, agent_name
+from sleuth.operator.render.agent import agent_card_url, agent_config, agent_endpoint, agent_name
 from sleuth.operator.render.meta import Owner, RenderSettings
 from sleuth.operator.render.model import model_endpoint, model_name
+from sleuth.operator.render.netpol_agent import api_server_unknown
 from sleuth.operator.render.owned import agent_children
 from sleuth.operator.render.tool import tool_endpoint, tool_service_name
 from sleuth.operator.status import (
@@ -147,6 +148,8 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
         )
     tools.sort(key=lambda t: (t["name"], t["binding"]))
     conditions = _conditions(rollouts, tools)
+    access = agent_config(owner, spec, bound.accepted, ctx.settings, schedules).access
+    conditions = _api_server_unknown(conditions, api_server_unknown(access, ctx.settings))
     if spec.model.serves and spec.model.autoscaling is not None:
         conditions.append(scaled_to_zero_condition(model, ctx.settings))
     if held:
@@ -173,6 +176,7 @@ def reconcile_agent(ctx: Context, namespace: str, name: str) -> dict[str, Any] |
 
 FIRST_ROLLOUT_HOLD_SECONDS = 2
 AWAITING_TOOL_BINDINGS = "AwaitingToolBindings"
+API_SERVER_UNKNOWN = "APIServerUnknown"
 
 
 def hold_left(created: str | None, now: str, hold: float = FIRST_ROLLOUT_HOLD_SECONDS) -> float:
@@ -212,6 +216,20 @@ def _held(conditions: list[Cond], deployment: str) -> list[Cond]:
             cond = Cond("Ready", "False", "AgentNotReady", message)
         elif cond.type == "Progressing":
             cond = Cond("Progressing", "True", AWAITING_TOOL_BINDINGS, message)
+        out.append(cond)
+    return out
+
+
+def _api_server_unknown(conditions: list[Cond], why: str | None) -> list[Cond]:
+    """``conditions`` with Degraded saying ``why`` (render/netpol_agent.py), unless a stuck
+    rollout already says more."""
+    if why is None:
+        return conditions
+    out = []
+    for cond in conditions:
+        if cond.type == "Degraded" and cond.reason in ("AsExpected", "ToolsNotReady"):
+            extra = f"; {cond.message}" if cond.reason == "ToolsNotReady" else ""
+            cond = Cond("Degraded", "True", API_SERVER_UNKNOWN, why + extra)
         out.append(cond)
     return out
 

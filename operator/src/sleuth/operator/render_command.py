@@ -61,6 +61,26 @@ def add_autoscaling_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_api_server_flags(parser: argparse.ArgumentParser) -> None:
+    """Where the API server's endpoints are (the chart's ``networkPolicy.apiServer``); shared by
+    ``sleuth operator`` and ``sleuth render`` (which, offline, renders no route to the API
+    server without them)."""
+    parser.add_argument(
+        "--api-server-cidr",
+        action="append",
+        metavar="CIDR",
+        help="an address range of the Kubernetes API server's endpoints, which agents that admit "
+        "ServiceAccount tokens may reach for the cluster's JWKS (repeatable; with "
+        "--api-server-port; default: read from EndpointSlice default/kubernetes at start)",
+    )
+    parser.add_argument(
+        "--api-server-port",
+        type=int,
+        help="the API server's port on those addresses (the endpoints' port, e.g. 6443, not "
+        "the kubernetes Service's 443)",
+    )
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "render",
@@ -82,7 +102,8 @@ def register(subparsers: Any) -> None:
     )
     add_settings_flags(parser)
     add_autoscaling_flags(parser)
+    add_api_server_flags(parser)
     parser.set_defaults(func=_run)
 
 
-__all__ = ["add_autoscaling_flags", "add_settings_flags", "register"]
+__all__ = ["add_api_server_flags", "add_autoscaling_flags", "add_settings_flags", "register"]

@@ -36,6 +36,7 @@ import yaml
 from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentSpec
 from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleSpec
 from sleuth.core.api.v1alpha1.kinds import AGENT_DEPLOYMENT, EVAL_SCHEDULE, TOOL_BINDING
+from sleuth.operator.apiserver import api_server_from_flags
 from sleuth.operator.bindings import bindings_for
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.reconcile_common import owner_of, parse_spec
@@ -244,10 +245,19 @@ def render_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Ren
     peers = metrics_peers(args.network_policy_metrics_from or "")
     try:
         scaling = autoscaling_settings(args)
+        api_server = api_server_from_flags(
+            list(getattr(args, "api_server_cidr", None) or ()),
+            getattr(args, "api_server_port", None),
+        )
     except ValueError as err:
         raise RenderError(str(err)) from None
     return dataclasses.replace(
-        settings, tracing=tracing, metrics_peers=peers, **scaling, **image_pull_settings(args)
+        settings,
+        tracing=tracing,
+        metrics_peers=peers,
+        api_server=api_server,
+        **scaling,
+        **image_pull_settings(args),
     )
 
 

@@ -2,12 +2,16 @@
 
 From ``spec.agent.access`` (:mod:`sleuth.core.api.v1alpha1.access`) and the agent's EvalSchedules:
 
-- the cluster's ServiceAccount issuer (``RenderSettings.service_account_issuer``), always
-  accepted, with the agent's audience (:func:`agent_audience`); the agent reads its JWKS from
-  the API server (``https://kubernetes.default.svc/openid/v1/jwks``) with a projected token of
-  its own ServiceAccount and the cluster's CA (``kube-root-ca.crt``), both in one projected
-  volume at :data:`KUBE_API_DIR` — every ServiceAccount may read the JWKS (Kubernetes' default
-  ClusterRoleBinding ``system:service-account-issuer-discovery``);
+- the cluster's ServiceAccount issuer (``RenderSettings.service_account_issuer``), with the
+  agent's audience (:func:`agent_audience`), when some caller names a ServiceAccount (an
+  EvalSchedule's Job or a listed caller; :func:`trusts_cluster_issuer`); the agent reads its
+  JWKS from the API server (``https://kubernetes.default.svc/openid/v1/jwks``) with a projected
+  token of its own ServiceAccount and the cluster's CA (``kube-root-ca.crt``), both in one
+  projected volume at :data:`KUBE_API_DIR` — every ServiceAccount may read the JWKS
+  (Kubernetes' default ClusterRoleBinding ``system:service-account-issuer-discovery``) — and its
+  NetworkPolicy admits the API server's endpoints (render/netpol_agent.py). An agent no caller
+  of which names a ServiceAccount does not read it: a ServiceAccount token is then refused as
+  one of an unknown issuer;
 - one caller per EvalSchedule of the agent (``admitEvalSchedules``): its Job's ServiceAccount,
   granted ``trace`` and ``evaluation``;
 - the listed callers: an API key Secret is mounted whole (no ``subPath``, so the kubelet updates
@@ -64,16 +68,7 @@ def access_config(
     """``access`` of the agent's file. ``eval_schedules``: the names of the agent's
     EvalSchedules (their Jobs run as ``<schedule>-eval``)."""
     audience = agent_audience(owner)
-    issuers = [
-        IssuerConfig(
-            issuer=settings.service_account_issuer,
-            jwks_url=AnyHttpUrl(KUBE_JWKS_URL),
-            audiences=[audience],
-            ca_file=f"{KUBE_API_DIR}/ca.crt",
-            token_file=f"{KUBE_API_DIR}/token",
-            service_accounts=True,
-        )
-    ]
+    issuers: list[IssuerConfig] = []
     for issuer in access.issuers or []:
         issuers.append(
             IssuerConfig(
@@ -131,9 +126,27 @@ def access_config(
                     grants=grants,
                 )
             )
+    if any(c.service_account is not None for c in callers):
+        issuers.insert(
+            0,
+            IssuerConfig(
+                issuer=settings.service_account_issuer,
+                jwks_url=AnyHttpUrl(KUBE_JWKS_URL),
+                audiences=[audience],
+                ca_file=f"{KUBE_API_DIR}/ca.crt",
+                token_file=f"{KUBE_API_DIR}/token",
+                service_accounts=True,
+            ),
+        )
     return AccessConfig(
         issuers=issuers, callers=callers, audit=AuditConfig(question=access.audit.question)
     )
+
+
+def trusts_cluster_issuer(config: AccessConfig) -> bool:
+    """Whether the agent accepts the cluster's ServiceAccount tokens (some caller names a
+    ServiceAccount), and so reads the JWKS from the API server."""
+    return any(issuer.service_accounts for issuer in config.issuers)
 
 
 def access_volumes(access: AccessSpec) -> tuple[list[Manifest], list[Manifest]]:
@@ -186,4 +199,5 @@ __all__ = [
     "agent_audience",
     "eval_caller_name",
     "key_secret_refs",
+    "trusts_cluster_issuer",
 ]

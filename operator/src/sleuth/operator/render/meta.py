@@ -51,6 +51,17 @@ class Owner:
 
 
 @dataclass(frozen=True)
+class ApiServer:
+    """Where the pods reach the Kubernetes API server: the addresses (CIDRs) and port of the
+    ``kubernetes`` Service's endpoints. A NetworkPolicy matches a connection after the Service's
+    ClusterIP has been translated to one of these, so they, not the ClusterIP, are what a policy
+    must admit (render/netpol_agent.py)."""
+
+    cidrs: tuple[str, ...]
+    port: int
+
+
+@dataclass(frozen=True)
 class RenderSettings:
     """Operator-wide settings that renderers need (not part of any spec)."""
 
@@ -75,6 +86,11 @@ class RenderSettings:
     # agents accept its tokens (render/access.py). The operator reads it from the API server's
     # /.well-known/openid-configuration at start unless told.
     service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
+    # The API server's endpoints, which an agent that admits ServiceAccount tokens reaches for
+    # the issuer's JWKS: the chart's networkPolicy.apiServer (operator flags --api-server-cidr,
+    # --api-server-port), else read from EndpointSlice default/kubernetes at start
+    # (sleuth.operator.apiserver); None: unknown, so no policy admits it (fail closed).
+    api_server: ApiServer | None = None
     # What a platform's Prometheus needs of the EvalSchedules' PrometheusRules
     # (render/evalrules.py): extra labels its ruleSelector matches (the chart's
     # metrics.prometheusRule.labels, e.g. release=kube-prometheus-stack), and the label under which
@@ -254,6 +270,7 @@ __all__ = [
     "DEFAULT_SLEUTH_IMAGE",
     "MANAGED_BY",
     "PULL_POLICIES",
+    "ApiServer",
     "Autoscaler",
     "Component",
     "Manifest",

@@ -10,7 +10,9 @@ pods                  ingress admitted                       egress admitted
 agent                 :func:`agent_callers`: for now every   DNS; its tool services; its model
                       pod of its namespace (its eval Jobs    server (or ``spec.model.endpoint``);
                       included) on its port                  the online-eval judge and embeddings
-                                                             endpoints; the tracing endpoint
+                                                             endpoints; the tracing endpoint; the
+                                                             API server's endpoints when it admits
+                                                             ServiceAccount tokens (netpol_agent)
 model server (vLLM)   its agent's pods and its eval Jobs'    not restricted (weights are
                       pods, on the model port                downloaded from Hugging Face)
 tool service          its agent's pods, on its port          DNS; its backend (:func:`backend_urls`)

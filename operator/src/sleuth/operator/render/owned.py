@@ -40,7 +40,7 @@ def agent_children(
             *model_scaler(owner, spec, model_name(owner), settings),
         ]
     agent = [
-        agent_network_policy(owner, spec, bindings, settings),
+        agent_network_policy(owner, spec, bindings, settings, eval_schedules),
         *render_agent(owner, spec, bindings, settings, eval_schedules),
     ]
     return model + agent
