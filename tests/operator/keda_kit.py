@@ -34,7 +34,10 @@ from typing import Any
 import yaml
 
 from sleuth.core.process import free_port, stop_process, wait_healthy
-from tests.support.paths import ROOT
+from tests.agent.agent_process import AgentProcess
+from tests.operator.eval_metrics_kit import metered_operator
+from tests.operator.prometheus_kit import start_prometheus
+from tests.support.paths import EXAMPLES, ROOT
 from tests.support.polling import eventually
 
 CACHE = Path(os.environ.get("SLEUTH_CACHE", Path.home() / ".cache" / "sleuth"))
@@ -49,6 +52,16 @@ KEDA_ADAPTER = BIN / "keda-adapter"
 NAMESPACE = "keda"
 SERVICE = "keda-metrics-apiserver"
 API_SERVICE = "v1beta1.external.metrics.k8s.io"
+
+
+@dataclass
+class Autoscaled:
+    """The autoscaled example running: its agent, the model server's port (nothing listens there
+    until a test starts a stand-in), and Prometheus' URL."""
+
+    agent: AgentProcess
+    model_port: int
+    prometheus: str
 
 
 @dataclass
@@ -201,4 +214,71 @@ def running_keda(kube: Any, workdir: Path, watch_namespace: str) -> Iterator[Ked
         yield keda
 
 
-__all__ = ["API_SERVICE", "KEDA_ADAPTER", "KEDA_OPERATOR", "Keda", "running_keda"]
+@contextmanager
+def autoscaled_contracts(
+    kube: Any, namespace: str, tmp_path: Path, autoscaling: dict[str, int]
+) -> Iterator[Autoscaled]:
+    """The autoscaled example with ``autoscaling`` merged into its model's, the operator, a real
+    ``sleuth agent`` (named as its pods would be) calling the model server's port, and Prometheus
+    scraping both as a ServiceMonitor labels them."""
+    model_port = free_port()
+    doc = yaml.safe_load(
+        (ROOT / "examples" / "contracts-autoscaled" / "10-agentdeployment.yaml").read_text()
+    )
+    doc["spec"]["model"]["autoscaling"] |= autoscaling
+    kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "00-secrets.yaml"))
+    kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(doc))
+    agent = AgentProcess(
+        {
+            "model": {
+                "endpoint": f"http://127.0.0.1:{model_port}/v1",
+                "servedModelName": "scripted",
+                "wakeWaitSeconds": autoscaling["wakeWaitSeconds"],
+            },
+            "requestTimeoutSeconds": 90,
+        },
+        tmp_path,
+        name="contracts",  # its series carry agent="contracts", as the Deployment's pods would
+    )
+    with agent:
+        config = {
+            "global": {"scrape_interval": "1s"},
+            "scrape_configs": [
+                {  # as a ServiceMonitor labels them: the pods' namespace and Service
+                    "job_name": "agents",
+                    "static_configs": [
+                        {
+                            "targets": [agent.url.removeprefix("http://")],
+                            "labels": {"namespace": namespace},
+                        }
+                    ],
+                },
+                {
+                    "job_name": "models",
+                    "static_configs": [
+                        {
+                            "targets": [f"127.0.0.1:{model_port}"],
+                            "labels": {"namespace": namespace, "service": "contracts-model"},
+                        }
+                    ],
+                },
+            ],
+        }
+        with (
+            start_prometheus(tmp_path, config) as prometheus,
+            metered_operator(
+                kube, namespace, tmp_path / "operator.log", "--prometheus-address", prometheus.url
+            ),
+        ):
+            yield Autoscaled(agent, model_port, prometheus.url)
+
+
+__all__ = [
+    "API_SERVICE",
+    "KEDA_ADAPTER",
+    "KEDA_OPERATOR",
+    "Autoscaled",
+    "Keda",
+    "autoscaled_contracts",
+    "running_keda",
+]

@@ -25,21 +25,21 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import yaml
 
-from sleuth.core.process import free_port
 from sleuth.scripted import Scenario, ScriptedProcess, ScriptedResponse
-from tests.agent.agent_process import AgentProcess
-from tests.operator.eval_metrics_kit import get, metered_operator
-from tests.operator.keda_kit import KEDA_ADAPTER, KEDA_OPERATOR, Keda, running_keda
-from tests.operator.prometheus_kit import start_prometheus
-from tests.support.paths import EXAMPLES, ROOT
+from tests.operator.eval_metrics_kit import get
+from tests.operator.keda_kit import (
+    KEDA_ADAPTER,
+    KEDA_OPERATOR,
+    Keda,
+    autoscaled_contracts,
+    running_keda,
+)
 from tests.support.polling import eventually
 
 ANSWER = "the model's own answer, once awake"
@@ -82,84 +82,25 @@ def _asleep(kube: Any, namespace: str) -> str:
     return str(cond.get("status", ""))
 
 
-@contextmanager
-def _autoscaled(
-    kube: Any, namespace: str, tmp_path: Path, autoscaling: dict[str, int]
-) -> Iterator[tuple[AgentProcess, int]]:
-    """The autoscaled example with ``autoscaling`` merged into its model's, the operator, a real
-    ``sleuth agent`` (named as its pods would be) calling the model server's port, and Prometheus
-    scraping both as a ServiceMonitor labels them. Yields the agent and the model's port."""
-    model_port = free_port()
-    doc = yaml.safe_load(
-        (ROOT / "examples" / "contracts-autoscaled" / "10-agentdeployment.yaml").read_text()
-    )
-    doc["spec"]["model"]["autoscaling"] |= autoscaling
-    kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "00-secrets.yaml"))
-    kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(doc))
-    agent = AgentProcess(
-        {
-            "model": {
-                "endpoint": f"http://127.0.0.1:{model_port}/v1",
-                "servedModelName": "scripted",
-                "wakeWaitSeconds": autoscaling["wakeWaitSeconds"],
-            },
-            "requestTimeoutSeconds": 90,
-        },
-        tmp_path,
-        name="contracts",  # its series carry agent="contracts", as the Deployment's pods would
-    )
-    with agent:
-        config = {
-            "global": {"scrape_interval": "1s"},
-            "scrape_configs": [
-                {  # as a ServiceMonitor labels them: the pods' namespace and Service
-                    "job_name": "agents",
-                    "static_configs": [
-                        {
-                            "targets": [agent.url.removeprefix("http://")],
-                            "labels": {"namespace": namespace},
-                        }
-                    ],
-                },
-                {
-                    "job_name": "models",
-                    "static_configs": [
-                        {
-                            "targets": [f"127.0.0.1:{model_port}"],
-                            "labels": {"namespace": namespace, "service": "contracts-model"},
-                        }
-                    ],
-                },
-            ],
-        }
-        with (
-            start_prometheus(tmp_path, config) as prometheus,
-            metered_operator(
-                kube, namespace, tmp_path / "operator.log", "--prometheus-address", prometheus.url
-            ),
-        ):
-            yield agent, model_port
-
-
 def test_keda_wakes_the_model_server_for_a_request_and_puts_it_back_to_sleep(
     kube: Any, namespace: str, crds: None, keda: Keda, tmp_path: Path
 ) -> None:
     autoscaling = {"cooldownSeconds": 5, "wakeWaitSeconds": 50}
-    with _autoscaled(kube, namespace, tmp_path, autoscaling) as (agent, model_port):
+    with autoscaled_contracts(kube, namespace, tmp_path, autoscaling) as running:
         eventually(lambda: _replicas(kube, namespace) == 0, 120, "KEDA: asleep at zero")
         eventually(lambda: _asleep(kube, namespace) == "True", 60, "ModelScaledToZero=True")
 
         # A bounded load: LOAD requests at once, all while the model server sleeps.
         answers: list[httpx.Response] = []
         asking = [
-            threading.Thread(target=lambda: answers.append(agent.ask("what changed?")))
+            threading.Thread(target=lambda: answers.append(running.agent.ask("what changed?")))
             for _ in range(LOAD)
         ]
         for thread in asking:
             thread.start()
         eventually(lambda: (_replicas(kube, namespace) or 0) >= 1, 90, "KEDA: woken, 0 -> 1")
         scenario = Scenario(fallback=ScriptedResponse(content=ANSWER))
-        with ScriptedProcess(scenario, model_port):  # the pod KEDA's replica stands for
+        with ScriptedProcess(scenario, running.model_port):  # the pod KEDA's replica stands for
             for thread in asking:
                 thread.join(60)
                 assert not thread.is_alive()
@@ -182,8 +123,8 @@ def test_a_bounded_load_scales_the_model_server_out_through_the_hpa_and_back(
     }
     slow = Scenario(fallback=ScriptedResponse(content=ANSWER, delay_ms=SLOW_MS))
     with (
-        _autoscaled(kube, namespace, tmp_path, autoscaling) as (agent, model_port),
-        ScriptedProcess(slow, model_port, "--max-num-seqs", "1"),
+        autoscaled_contracts(kube, namespace, tmp_path, autoscaling) as running,
+        ScriptedProcess(slow, running.model_port, "--max-num-seqs", "1"),
     ):
         eventually(lambda: keda.hpa(namespace, "contracts-model"), 120, "KEDA made the HPA")
         eventually(lambda: _replicas(kube, namespace) == 1, 60, "one replica before the load")
@@ -208,9 +149,8 @@ def test_a_bounded_load_scales_the_model_server_out_through_the_hpa_and_back(
                 with claim:
                     if next(sent, None) is None:
                         return
-                answers.append(
-                    httpx.post(f"{agent.url}/v1/query", json={"question": "q?"}, timeout=120)
-                )
+                url = f"{running.agent.url}/v1/query"
+                answers.append(httpx.post(url, json={"question": "q?"}, timeout=120))
 
         watcher = threading.Thread(target=watch)
         watcher.start()
