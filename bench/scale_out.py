@@ -171,7 +171,7 @@ def main() -> None:
 
 def run(kube: Kube, namespace: str, workdir: Path, ramp: list[int], args: Any) -> None:
     autoscaling = {"minReplicas": 0, "maxReplicas": 3, "targetWaitingRequests": 2,
-                   "cooldownSeconds": 20, "wakeWaitSeconds": 60}  # fmt: skip
+                   "cooldownSeconds": 20, "wakeWaitSeconds": 50}  # fmt: skip
     scenario = Scenario(fallback=ScriptedResponse(content=ANSWER, delay_ms=args.request_ms))
     with (
         running_keda(kube, workdir, namespace),

@@ -11,9 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sleuth.scripted.app import Responder, ScriptState, create_app
+from sleuth.scripted.app import create_app
 from sleuth.scripted.engine import MAX_RUNNING, Engine
 from sleuth.scripted.scenario import Scenario, load_scenario, seed_latency_profile
+from sleuth.scripted.state import Responder, ScriptState
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
