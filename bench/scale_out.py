@@ -84,7 +84,12 @@ class Record:
 
 
 def replicas(kube: Kube, namespace: str) -> int:
-    got = kube.kubectl("get", "deployment/contracts-model", "-n", namespace, "-o", "json")
+    """The model Deployment's replicas; -1 before the operator has made it."""
+    got = kube.kubectl(
+        "get", "deployment/contracts-model", "-n", namespace, "-o", "json", check=False
+    )
+    if got.returncode:
+        return -1
     return int(json.loads(got.stdout)["spec"].get("replicas", 1))
 
 
