@@ -5,11 +5,10 @@ The agent answers through its router here (``planner.mode: router``), so the onl
 model server are the judge's (the router retrieves nothing for this question: answer relevancy is
 the metric scored, faithfulness is skipped for want of contexts). A sampled answer finds the
 judge asleep (nothing listens on its port), is counted in
-``sleuth_agent_requests_waiting_for_model``
-(the series its ScaledObject wakes on), waits up to the same bound, and is scored once the server
-is up — or, when it does not wake in time, skipped (``reason="model_asleep"``), never counted as a
-judge error. Real processes over real
-HTTP: ``sleuth agent`` and ``sleuth scripted-model``.
+``sleuth_agent_requests_waiting_for_model`` (the series its ScaledObject wakes on), waits up to
+the same bound, and is scored once the server is up — or, when it does not wake in time, skipped
+(``reason="model_asleep"``), never counted as a judge error. Real processes over real HTTP:
+``sleuth agent`` and ``sleuth scripted-model``.
 """
 
 from __future__ import annotations
