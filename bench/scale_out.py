@@ -237,12 +237,14 @@ def report(record: Record) -> None:
     )
     asleep = next((t for t, _, r, _ in samples if woke is not None and t > woke and r == 0), None)
     ok = [a for a in record.answers if a[1] == 200 and not a[2]]
+
+    def at(t: float | None) -> str:
+        return "never" if t is None else f"{t:.1f} s"
+
+    print(f"0 -> 1 at {at(woke)}; first model answer at {at(ok[0][0] if ok else None)}")
     print(
-        f"0 -> 1 at {woke} s; first model answer at {ok[0][0] if ok else None:.1f} s; "
-        if ok
-        else f"0 -> 1 at {woke} s; no model answer; "
+        f"peak {peak} replicas at {at(at_peak)}; back to 1 at {at(back_to_one)}; to 0 at {at(asleep)}"
     )
-    print(f"peak {peak} replicas at {at_peak} s; back to 1 at {back_to_one} s; to 0 at {asleep} s")
     failed = sum(1 for a in record.answers if a[1] != 200)
     router = sum(1 for a in record.answers if a[2])
     print(f"requests: {len(record.answers)} answered, {failed} failed, {router} by the router")
