@@ -242,9 +242,8 @@ def report(record: Record) -> None:
         return "never" if t is None else f"{t:.1f} s"
 
     print(f"0 -> 1 at {at(woke)}; first model answer at {at(ok[0][0] if ok else None)}")
-    print(
-        f"peak {peak} replicas at {at(at_peak)}; back to 1 at {at(back_to_one)}; to 0 at {at(asleep)}"
-    )
+    print(f"peak {peak} replicas at {at(at_peak)}; back to 1 at {at(back_to_one)}; ", end="")
+    print(f"to 0 at {at(asleep)}")
     failed = sum(1 for a in record.answers if a[1] != 200)
     router = sum(1 for a in record.answers if a[2])
     print(f"requests: {len(record.answers)} answered, {failed} failed, {router} by the router")
