@@ -14,13 +14,16 @@ started when the Deployment first has a replica and stopped when it is back at z
 The ramp offers ``c`` concurrent clients for ``--step-seconds`` per step (each client asks, waits
 for its answer, asks again: count- and time-bounded). Printed: one line per 5 s (offered clients,
 Deployment replicas, ``vllm:num_requests_waiting`` as Prometheus last saw it, answers and failures
-so far), then the times of 0 → 1, of the first answer, of the peak, of N → 1 and of 1 → 0, and the
-failed requests (any non-200 is a failure; the router's answers are counted apart).
+so far), then the times of 0 → 1, of the first answer, of the peak, of N → 1 and of 1 → 0, the
+replica-seconds held against a fixed ``maxReplicas`` over the same time (what a GPU server's
+GPU-hours scale with), and the failed requests (any non-200 is a failure; the router's answers are
+counted apart).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -244,6 +247,9 @@ def report(record: Record) -> None:
     print(f"0 -> 1 at {at(woke)}; first model answer at {at(ok[0][0] if ok else None)}")
     print(f"peak {peak} replicas at {at(at_peak)}; back to 1 at {at(back_to_one)}; ", end="")
     print(f"to 0 at {at(asleep)}")
+    held = sum(max(0, r) * (b[0] - a[0]) for a, b in itertools.pairwise(samples) for r in (a[2],))
+    span = samples[-1][0] - samples[0][0] if samples else 0.0
+    print(f"replica-seconds held: {held:.0f} of {3 * span:.0f} at a fixed maxReplicas (3)")
     failed = sum(1 for a in record.answers if a[1] != 200)
     router = sum(1 for a in record.answers if a[2])
     print(f"requests: {len(record.answers)} answered, {failed} failed, {router} by the router")

@@ -8,17 +8,19 @@ ServiceMonitor does.
 - :func:`gpu_node`: the real node advertises ``nvidia.com/gpu`` (an extended resource set on its
   status, as a device plugin would) and the H100 product label, and kwok's simulated H100 nodes
   are cordoned, so the model server's pods run for real; all undone afterwards.
-- :func:`scrape_config`: Prometheus' Kubernetes discovery of the namespace's EndpointSlices,
+- :func:`scraped_endpoints`: the namespace's agent and model endpoints as Prometheus targets,
   labelled ``namespace`` and ``service`` as prometheus-operator labels a ServiceMonitor's targets
   (what the rendered ScaledObject's queries select).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import tarfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,34 +111,63 @@ def gpu_node(cluster: Any, gpus: int = 2) -> Iterator[None]:
             cluster.kubectl("uncordon", name, check=False)
 
 
-def _keep(label: str, regex: str) -> dict[str, Any]:
-    return {"source_labels": [label], "regex": regex, "action": "keep"}
+def _targets(cluster: Any, namespace: str) -> list[dict[str, Any]]:
+    """The ready endpoints of the namespace's agent and model Services, as file_sd groups."""
+    groups = []
+    for piece in cluster.get("endpointslices", "-n", namespace)["items"]:
+        service = piece["metadata"].get("labels", {}).get("kubernetes.io/service-name", "")
+        if not service.endswith(("-agent", "-model")):
+            continue
+        ready = [
+            address
+            for endpoint in piece.get("endpoints") or []
+            if (endpoint.get("conditions") or {}).get("ready")
+            for address in endpoint["addresses"]
+        ]
+        for port in piece.get("ports") or []:
+            groups.append(
+                {
+                    "targets": [f"{address}:{port['port']}" for address in ready],
+                    "labels": {"namespace": namespace, "service": service},
+                }
+            )
+    return groups
 
 
-def scrape_config(kubeconfig: Path, namespace: str) -> dict[str, Any]:
-    """Prometheus scraping the namespace's Services' endpoints every second."""
-    meta = "__meta_kubernetes_"
-    return {
+@contextmanager
+def scraped_endpoints(cluster: Any, namespace: str, workdir: Path) -> Iterator[dict[str, Any]]:
+    """A Prometheus configuration (scrape every second) whose targets are the namespace's agent
+    and model Services' ready endpoints, labelled ``namespace`` and ``service`` as
+    prometheus-operator labels a ServiceMonitor's. Debian's Prometheus has no Kubernetes service
+    discovery, so a thread writes them to a file_sd file once a second for the block."""
+    path = workdir / "targets.json"
+    path.write_text("[]")
+    stop = threading.Event()
+
+    def refresh() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(Exception):  # an apiserver hiccup: the next second
+                partial = path.with_suffix(".partial")
+                partial.write_text(json.dumps(_targets(cluster, namespace)))
+                partial.replace(path)
+            stop.wait(1)
+
+    writer = threading.Thread(target=refresh, daemon=True)
+    writer.start()
+    config = {
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
         "scrape_configs": [
             {
                 "job_name": "service-endpoints",
-                "kubernetes_sd_configs": [
-                    {
-                        "role": "endpointslice",
-                        "kubeconfig_file": str(kubeconfig),
-                        "namespaces": {"names": [namespace]},
-                    }
-                ],
-                "relabel_configs": [
-                    _keep(f"{meta}service_name", ".+-(agent|model)"),
-                    _keep(f"{meta}endpointslice_endpoint_conditions_ready", "true"),
-                    {"source_labels": [f"{meta}namespace"], "target_label": "namespace"},
-                    {"source_labels": [f"{meta}service_name"], "target_label": "service"},
-                ],
+                "file_sd_configs": [{"files": [str(path)], "refresh_interval": "1s"}],
             }
         ],
     }
+    try:
+        yield config
+    finally:
+        stop.set()
+        writer.join(10)
 
 
-__all__ = ["GPU", "H100", "PRODUCT_LABEL", "gpu_node", "scrape_config", "with_entrypoint"]
+__all__ = ["GPU", "H100", "PRODUCT_LABEL", "gpu_node", "scraped_endpoints", "with_entrypoint"]

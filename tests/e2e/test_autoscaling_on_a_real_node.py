@@ -7,8 +7,8 @@ same image with ``sleuth scripted-model`` as entrypoint (autoscaling_kit.with_en
 takes the vLLM command line the operator renders — the only stand-in. The real node advertises
 ``nvidia.com/gpu`` for the run (autoscaling_kit.gpu_node), so the model server's pods, GPU request,
 H100 node selector and all, land there. KEDA's operator and metrics apiserver run on the host
-(tests/operator/keda_kit.py), so does Prometheus, which finds the pods through the cluster's
-EndpointSlices as a ServiceMonitor would.
+(tests/operator/keda_kit.py), so does Prometheus, which scrapes the pods behind the agent's and
+the model's Services, labelled as a ServiceMonitor labels them.
 
 The requests go from the host to the agent's ClusterIP Service (kube-proxy) with the portal's
 ServiceAccount token (the example admits it); the agent calls the model's Service, which has no
@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 import yaml
-from autoscaling_kit import gpu_node, scrape_config, with_entrypoint
+from autoscaling_kit import gpu_node, scraped_endpoints, with_entrypoint
 from platform_kit import SMALL_NODE, build_image, eventually
 
 from tests.operator.keda_kit import KEDA_ADAPTER, KEDA_OPERATOR, running_keda
@@ -102,7 +102,8 @@ def test_a_bounded_load_through_the_agent_service_wakes_real_model_pods_and_they
     cluster.kubectl("create", "serviceaccount", "contracts-portal", "-n", ns)
     with (
         gpu_node(cluster),
-        start_prometheus(tmp_path, scrape_config(cluster.kubeconfig, ns)) as prometheus,
+        scraped_endpoints(cluster, ns, tmp_path) as config,
+        start_prometheus(tmp_path, config) as prometheus,
         running_keda(cluster, tmp_path, ns) as keda,
     ):
         operator = OperatorProcess(
