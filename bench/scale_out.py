@@ -247,7 +247,7 @@ def report(record: Record) -> None:
     print(f"0 -> 1 at {at(woke)}; first model answer at {at(ok[0][0] if ok else None)}")
     print(f"peak {peak} replicas at {at(at_peak)}; back to 1 at {at(back_to_one)}; ", end="")
     print(f"to 0 at {at(asleep)}")
-    held = sum(max(0, r) * (b[0] - a[0]) for a, b in itertools.pairwise(samples) for r in (a[2],))
+    held = sum(max(0, a[2]) * (b[0] - a[0]) for a, b in itertools.pairwise(samples))
     span = samples[-1][0] - samples[0][0] if samples else 0.0
     print(f"replica-seconds held: {held:.0f} of {3 * span:.0f} at a fixed maxReplicas (3)")
     failed = sum(1 for a in record.answers if a[1] != 200)
