@@ -126,6 +126,14 @@ def test_a_bounded_load_through_the_agent_service_wakes_real_model_pods_and_they
 
 def _round_trip(cluster: Any, ns: str) -> None:
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(_agentdeployment(ns)))
+    eventually(
+        "the operator made the agent's Deployment",
+        lambda: (
+            cluster.kubectl("get", "deployment/contracts-agent", "-n", ns, check=False).returncode
+            == 0
+        ),
+        timeout=120,
+    )
     cluster.kubectl("rollout", "status", "deployment/contracts-agent", "-n", ns,
                     "--timeout=300s", timeout=330)  # fmt: skip
     eventually("KEDA: asleep at zero", lambda: _replicas(cluster, ns) == 0, timeout=180)
