@@ -170,6 +170,7 @@ def test_a_bounded_load_scales_the_model_server_out_through_the_hpa_and_back(
         finally:
             done.set()
             watcher.join(10)
+        timeline.append((round(time.monotonic() - t0, 1), _replicas(kube, namespace)))
         print(f"replicas over time (s, replicas): {timeline}")
         hpa = keda.hpa(namespace, "contracts-model")
         assert hpa["spec"]["maxReplicas"] == 3
