@@ -18,5 +18,6 @@ else
   echo "no kwokctl in $cache/bin/current; no cluster to stop" >&2
 fi
 rm -f "$cache/kwok/$name.kubeconfig" "$cache/kwok/$name.kwokctl.yaml" "$cache/kwok/$name.audit.log"
+rm -rf "$cache/kwok/$name.front-proxy"
 python3 "$here/ports.py" release "$name"
 exit "$rc"

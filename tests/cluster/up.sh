@@ -17,7 +17,10 @@
 # tests never reach it), a kwok-controller that manages
 # only nodes annotated kwok.x-k8s.io/node=fake, and a kube-apiserver ready for a real kubelet
 # (kubelet client certificate, InternalIP first, advertise address and serving-cert SANs that
-# pods can reach). Kwok-only clusters behave as before otherwise.
+# pods can reach), and kube-apiserver's aggregation layer (a front-proxy CA of the cluster's own,
+# made here with openssl: the --requestheader-* flags and the proxy client certificate that
+# extension API servers such as KEDA's metrics adapter trust; tests/operator/keda_kit.py).
+# Kwok-only clusters behave as before otherwise.
 #
 # --service-cidr widens the Service IP range (default 10.0.0.0/24, about 250 Services: ~50 agents
 # with three tools each); bench/operator_scale.py passes 10.0.0.0/16. Kwok-only clusters: the real
@@ -82,6 +85,17 @@ base="$(python3 "$here/ports.py" claim "$name")"
 pki="$KWOK_WORKDIR/clusters/$name/pki"
 config="$KWOK_WORKDIR/$name.kwokctl.yaml"
 audit_log="$KWOK_WORKDIR/$name.audit.log"
+# The aggregation layer's front proxy: a CA that only signs the client certificate kube-apiserver
+# presents when it proxies to an extension API server (never the cluster CA, which signs admins).
+front="$KWOK_WORKDIR/$name.front-proxy"
+rm -rf "$front"; mkdir -p "$front"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=front-proxy-ca" \
+  -keyout "$front/ca.key" -out "$front/ca.crt" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj "/CN=front-proxy-client" \
+  -keyout "$front/client.key" -out "$front/client.csr" 2>/dev/null
+printf 'extendedKeyUsage=clientAuth\n' > "$front/client.ext"
+openssl x509 -req -in "$front/client.csr" -CA "$front/ca.crt" -CAkey "$front/ca.key" \
+  -CAcreateserial -days 2 -extfile "$front/client.ext" -out "$front/client.crt" 2>/dev/null
 rm -f "$audit_log"
 audit_args=""
 if [[ -n "$audit_policy" ]]; then
@@ -107,6 +121,13 @@ componentsPatches:
   - {key: kubelet-client-certificate, value: "$pki/admin.crt"}
   - {key: kubelet-client-key, value: "$pki/admin.key"}
   - {key: kubelet-preferred-address-types, value: "InternalIP,Hostname"}
+  - {key: requestheader-client-ca-file, value: "$front/ca.crt"}
+  - {key: requestheader-allowed-names, value: "front-proxy-client"}
+  - {key: requestheader-username-headers, value: "X-Remote-User"}
+  - {key: requestheader-group-headers, value: "X-Remote-Group"}
+  - {key: requestheader-extra-headers-prefix, value: "X-Remote-Extra-"}
+  - {key: proxy-client-cert-file, value: "$front/client.crt", override: true}
+  - {key: proxy-client-key-file, value: "$front/client.key", override: true}
   $audit_args
 - name: kube-controller-manager
   extraArgs:

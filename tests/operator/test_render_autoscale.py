@@ -81,6 +81,9 @@ def test_scaled_deployments_carry_no_replicas_and_their_scaled_objects_own_them(
     }
     assert (model["minReplicaCount"], model["maxReplicaCount"]) == (0, 3)
     assert model["cooldownPeriod"] == 900
+    # 1 -> N belongs to the HPA KEDA makes: its replicas added for a burst stay as long too.
+    behavior = model["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior == {"scaleDown": {"stabilizationWindowSeconds": 900}}
     triggers = {t["name"]: t["metadata"] for t in model["triggers"]}
     assert triggers["queue"]["query"] == (
         'sum(vllm:num_requests_waiting{namespace="team-a",service="contracts-model"})'

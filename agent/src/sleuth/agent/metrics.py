@@ -273,7 +273,9 @@ class OnlineEvalMetrics:
         )
         self.skipped = Counter(
             "sleuth_agent_online_eval_skipped_total",
-            "Samples a metric cannot score, by reason (no_contexts: nothing was retrieved).",
+            "Samples a metric cannot score, by reason (no_contexts: nothing was retrieved; "
+            "model_asleep: the judge, the agent's model server, did not wake within "
+            "wakeWaitSeconds).",
             ["agent", "metric", "reason"],
             registry=r,
         )

@@ -20,8 +20,12 @@ with the exemplar ``{trace_id}`` of its request, and onto the request's trace: a
 dashboard thus leads to the request, its tool calls and its retrieved chunks. Only the
 OpenTelemetry API is used here: without a configured tracer provider the spans are no-ops.
 
-The judge defaults to the agent's own model server and model. ragas is imported only when
-sampling is on.
+The judge defaults to the agent's own model server and model. When that server may sleep at zero
+replicas (``model.wakeWaitSeconds`` set), a judge call it refuses waits for it as a request does
+(:mod:`sleuth.agent.wake`: the waiting-for-model series wakes it, up to the same bound) and is
+asked once more; if it does not wake in time the sample's metric is skipped
+(``sleuth_agent_online_eval_skipped_total{reason="model_asleep"}``), not an error. A judge of its
+own (``onlineEval.judge``) is not waited for. ragas is imported only when sampling is on.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from opentelemetry import trace as otel
 
 from sleuth.agent.metrics import OnlineEvalMetrics
 from sleuth.agent.trace import Trace
+from sleuth.agent.wake import ModelWake, judge_asleep
 from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.spans import ONLINE_SCORE_PREFIX, evaluation_span, record_failure, record_score
 from sleuth.scoring.errors import JudgeError
@@ -57,6 +62,9 @@ ONLINE_ERROR = f"{ONLINE_SCORE_PREFIX}error"
 
 METRICS = ("faithfulness", "answer_relevancy")
 """Metrics scored online: the two that need no reference answer."""
+
+ASLEEP = object()
+"""What :meth:`OnlineEvaluator._judge` returns when the judge slept through the wake bound."""
 
 
 @dataclass(frozen=True)
@@ -140,8 +148,12 @@ class OnlineEvaluator:
         metrics: OnlineEvalMetrics,
         rng: random.Random | None = None,
         tracer: otel.Tracer | None = None,
+        wake: ModelWake | None = None,
     ) -> None:
+        """``wake``: how to wait for the agent's model server when it sleeps; used only when it
+        is the judge (no ``onlineEval.judge``)."""
         self.config = config
+        self.wake = wake if config.online_eval.judge is None else None
         # the agent's tracer (sleuth.core.tracing travels as an object, no global provider);
         # without one, the API's global tracer: a no-op unless someone set a global provider
         self.tracer = tracer or otel.get_tracer("sleuth.agent.onlineeval")
@@ -243,6 +255,10 @@ class OnlineEvaluator:
             value = await self._judge(metric, sample, span)
             if value is None:
                 return
+            if value is ASLEEP:
+                self.metrics.skipped.labels(self.agent, metric, "model_asleep").inc()
+                return
+            assert isinstance(value, float)
             record_score(span, ONLINE_SCORE_PREFIX, metric, value)
         window = self.windows[metric]
         window.append(value)
@@ -250,21 +266,21 @@ class OnlineEvaluator:
         self.metrics.observe_score(metric, value, sample.trace_id)
         self.metrics.set_score(metric, sum(window) / len(window), len(window))
 
-    async def _judge(self, metric: str, sample: Sample, span: otel.Span | None) -> float | None:
-        """The judge's score, or None with the failure counted (and set on the span)."""
-        # optional at run time: ragas (sleuth.scoring.judge, .metrics) loads only if sampling is on
-        from sleuth.scoring.metrics import METRIC_FUNCTIONS
-
-        assert self._judges is not None
+    async def _judge(
+        self, metric: str, sample: Sample, span: otel.Span | None
+    ) -> float | object | None:
+        """The judge's score; :data:`ASLEEP` when the judge slept through the wake bound; or
+        None with the failure counted (and set on the span)."""
         try:
-            row = RagSample(
-                id="online",
-                question=sample.question,
-                answer=sample.answer,
-                contexts=sample.contexts,
-            )
-            out = await METRIC_FUNCTIONS[metric](row, self._judges)
-            value: float = out.values[metric]
+            try:
+                return await self._ask(metric, sample)
+            except JudgeError as exc:
+                if self.wake is None or not judge_asleep(exc.reason):
+                    raise
+                if not await self.wake.wait():  # counted where the model server's trigger reads
+                    log.info("online eval of %s skipped: the judge stayed asleep", metric)
+                    return ASLEEP
+            return await self._ask(metric, sample)  # awake: asked once more
         except JudgeError as exc:
             self._error(metric, exc.reason, exc.detail, span)
             return None
@@ -274,6 +290,21 @@ class OnlineEvaluator:
         except Exception as exc:  # a worker must survive whatever the judge stack raises
             self._error(metric, "error", f"{type(exc).__name__}: {exc}", span)
             return None
+
+    async def _ask(self, metric: str, sample: Sample) -> float:
+        """One score from the judge (raises what the judge stack raises)."""
+        # optional at run time: ragas (sleuth.scoring.judge, .metrics) loads only if sampling is on
+        from sleuth.scoring.metrics import METRIC_FUNCTIONS
+
+        assert self._judges is not None
+        row = RagSample(
+            id="online",
+            question=sample.question,
+            answer=sample.answer,
+            contexts=sample.contexts,
+        )
+        out = await METRIC_FUNCTIONS[metric](row, self._judges)
+        value: float = out.values[metric]
         return value
 
     def _error(self, metric: str, reason: str, detail: str, span: otel.Span | None = None) -> None:

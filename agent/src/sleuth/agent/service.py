@@ -126,13 +126,17 @@ class AgentService:
         planner = config.planner
         router = Agent(RouterModel(), runner, settings)
         model: ChatModel = self.model
+        wake: ModelWake | None = None
         wait = config.model.wake_wait_seconds
         if wait is not None:  # the model server may sleep at zero replicas: wait, and wake it
             gauge = self.metrics.waiting_for_model.labels(name)
-            model = WakingModel(self.model, ModelWake(self.model.ping, wait, gauge))
+            wake = ModelWake(self.model.ping, wait, gauge)
+            model = WakingModel(self.model, wake)
         self.agent = router if planner.mode == "router" else Agent(model, runner, settings)
         self.fallback = router if planner.mode == "llm" and planner.fallback_to_router else None
-        self.online_eval = OnlineEvaluator(config, self.metrics.online, tracer=self.tracing.tracer)
+        self.online_eval = OnlineEvaluator(
+            config, self.metrics.online, tracer=self.tracing.tracer, wake=wake
+        )
         self.desk = ApprovalDesk(
             name,
             ApprovalRules(config.tools),

@@ -28,6 +28,12 @@ scrapes at 15 s, so Prometheus, and KEDA after it, see that someone asked.
       │ bound over                          (waiting -1 after SIGNAL_SECONDS)
       ▼
     ModelAsleep ──▶ loop: model_error ──▶ router answers, degraded
+
+Online scoring (:mod:`sleuth.agent.onlineeval`), whose judge is by default the same model server,
+wakes it the same way: a judge call refused by a sleeping server (:func:`judge_asleep`) waits
+through the same :class:`ModelWake`, counted in the same series, up to the same bound, and is
+asked once more; a server that does not wake in time costs that sample its score (counted as
+skipped, reason ``model_asleep``), never an error loop.
 """
 
 from __future__ import annotations
@@ -61,6 +67,12 @@ def asleep(error: ModelError) -> bool:
     if isinstance(error, ModelTimeout) or not isinstance(error, ModelUnavailable):
         return False
     return error.status is None or error.status in ASLEEP_STATUSES
+
+
+def judge_asleep(reason: str) -> bool:
+    """Whether a judge call that failed with ``reason`` (a :class:`JudgeError` category) found
+    the server not there at all, as :func:`asleep` says of the agent's own calls."""
+    return reason == "connection" or reason in {f"http_{s}" for s in ASLEEP_STATUSES}
 
 
 class ModelWake:
@@ -129,4 +141,12 @@ class WakingModel:
         return await self.inner.complete(messages, tools, on_text=on_text)
 
 
-__all__ = ["POLL_SECONDS", "SIGNAL_SECONDS", "ModelAsleep", "ModelWake", "WakingModel", "asleep"]
+__all__ = [
+    "POLL_SECONDS",
+    "SIGNAL_SECONDS",
+    "ModelAsleep",
+    "ModelWake",
+    "WakingModel",
+    "asleep",
+    "judge_asleep",
+]

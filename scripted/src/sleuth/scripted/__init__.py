@@ -63,7 +63,7 @@ seed profile). Control routes for out-of-process use: ``GET``/``DELETE /_scripte
 ``PUT /_scripted/scenario``.
 """
 
-from sleuth.scripted.app import ScriptState, create_app
+from sleuth.scripted.app import create_app
 from sleuth.scripted.runner import ScriptedProcess, ScriptedServer
 from sleuth.scripted.scenario import (
     EmbeddingScript,
@@ -77,6 +77,7 @@ from sleuth.scripted.scenario import (
     load_scenario,
     seed_latency_profile,
 )
+from sleuth.scripted.state import ScriptState
 
 __all__ = [
     "EmbeddingScript",

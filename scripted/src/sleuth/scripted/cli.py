@@ -1,6 +1,11 @@
 """``sleuth scripted-model``: serve a scenario file over HTTP.
 
-Also runnable as ``python -m sleuth.scripted``.
+Also runnable as ``python -m sleuth.scripted``. It takes the command line the operator renders for
+vLLM (:func:`sleuth.operator.render.model.vllm_args`) too, so an image whose entrypoint is
+``sleuth scripted-model`` stands in for the vLLM image in a model server's pod:
+``--served-model-name`` (else ``--model``) is the model it answers as, ``--max-num-seqs`` is its
+engine's, and the GPU settings (``--tensor-parallel-size``, ``--max-model-len``, ``--quantization``,
+``--enable-auto-tool-choice``, ``--tool-call-parser``) are accepted and have no effect.
 """
 
 from __future__ import annotations
@@ -11,9 +16,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sleuth.scripted.app import Responder, ScriptState, create_app
+from sleuth.scripted.app import create_app
 from sleuth.scripted.engine import MAX_RUNNING, Engine
 from sleuth.scripted.scenario import Scenario, load_scenario, seed_latency_profile
+from sleuth.scripted.state import Responder, ScriptState
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +45,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="chat requests served at once, as vLLM's --max-num-seqs; the others wait, counted "
         f"in vllm:num_requests_waiting on /metrics (default {MAX_RUNNING})",
     )
+    vllm = parser.add_argument_group("vLLM's command line (a stand-in for its image)")
+    vllm.add_argument("--model", help="the model vLLM would load: the served name by default")
+    vllm.add_argument("--served-model-name", help="the model name it answers as")
+    for flag in (
+        "--tensor-parallel-size",
+        "--max-model-len",
+        "--quantization",
+        "--tool-call-parser",
+    ):
+        vllm.add_argument(flag, help="accepted, no effect")
+    vllm.add_argument("--enable-auto-tool-choice", action="store_true", help="accepted, no effect")
     parser.add_argument(
         "--seed-latency",
         action="store_true",
@@ -68,6 +85,9 @@ def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario) if args.scenario else Scenario()
     if args.seed_latency:
         scenario = scenario.model_copy(update={"latency": seed_latency_profile()})
+    served = args.served_model_name or args.model
+    if served:
+        scenario = scenario.model_copy(update={"model": served})
     if args.max_num_seqs < 1:
         raise SystemExit("--max-num-seqs: must be at least 1")
     engine = Engine(args.max_num_seqs)

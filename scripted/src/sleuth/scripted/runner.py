@@ -23,8 +23,9 @@ import httpx
 import uvicorn
 
 from sleuth.core.process import LOOPBACK, NotHealthy, free_port, stop_process, wait_healthy
-from sleuth.scripted.app import Responder, ScriptState, create_app
+from sleuth.scripted.app import create_app
 from sleuth.scripted.scenario import Scenario
+from sleuth.scripted.state import Responder, ScriptState
 
 HOST = LOOPBACK
 

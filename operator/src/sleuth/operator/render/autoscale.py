@@ -15,6 +15,11 @@ chart's ``autoscaling.prometheusAddress``:
   ``busy``, ``vllm:num_requests_running``, whose threshold is so high that it never adds a
   replica: it only keeps one awake while requests run without queueing. ``cooldownPeriod`` is
   ``cooldownSeconds``: after the last active reading, KEDA scales to ``minReplicas`` (0 allowed).
+  KEDA's operator itself only moves 0 ↔ 1; from 1 to ``maxReplicas`` the HorizontalPodAutoscaler
+  KEDA makes does it, reading the triggers through KEDA's metrics apiserver
+  (``external.metrics.k8s.io``). Its scale-down stabilization window is ``cooldownSeconds`` too
+  (``advanced.horizontalPodAutoscalerConfig.behavior``), so each replica added for a burst stays
+  as long as the last one would, not the HPA's fixed 5 minutes.
 - the agent (``spec.agent.autoscaling``): ``in-flight``, ``sleuth_agent_requests_in_flight``
   summed over its pods, one replica per ``targetInFlightRequests``.
 
@@ -129,6 +134,11 @@ def _scaled_object(
     }
     if cooldown is not None:
         spec["cooldownPeriod"] = cooldown
+        spec["advanced"] = {
+            "horizontalPodAutoscalerConfig": {
+                "behavior": {"scaleDown": {"stabilizationWindowSeconds": cooldown}}
+            }
+        }
     return {
         "apiVersion": KEDA_API_VERSION,
         "kind": "ScaledObject",

@@ -81,7 +81,9 @@ class ModelAutoscalingSpec(SpecModel):
         ge=0,
         le=86400,
         description="How long the model server stays up after the last request before it is "
-        f"scaled to minReplicas (default {DEFAULT_COOLDOWN_SECONDS}; KEDA's cooldownPeriod).",
+        f"scaled to minReplicas (default {DEFAULT_COOLDOWN_SECONDS}; KEDA's cooldownPeriod), "
+        "and how long a replica added for a burst stays after it (the HPA's scale-down "
+        "stabilization window).",
     )
     wake_wait_seconds: int = Field(
         default=DEFAULT_WAKE_WAIT_SECONDS,
