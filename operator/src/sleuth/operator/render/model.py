@@ -14,7 +14,7 @@ request without it as a bearer token; the agent and the eval Jobs send the same 
 
 from __future__ import annotations
 
-from sleuth.core.api.v1alpha1.agentdeployment import ModelSpec
+from sleuth.core.api.v1alpha1.model import ModelSpec
 from sleuth.operator.render.autoscale import model_replicas
 from sleuth.operator.render.meta import (
     Manifest,
