@@ -52,7 +52,8 @@ from sleuth.core.api.v1alpha1.evalschedule import JudgeSpec
 from sleuth.core.api.v1alpha1.limits import AgentLimitsSpec
 from sleuth.core.api.v1alpha1.model import ModelSpec
 from sleuth.core.api.v1alpha1.onlineeval import OnlineEvalEmbeddings, OnlineEvalSpec
-from sleuth.core.api.v1alpha1.toolbinding import EmbeddingSpec, ToolBindingSpec
+from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
+from sleuth.core.api.v1alpha1.vectorsearch import EmbeddingSpec
 
 pytestmark = pytest.mark.unit
 

@@ -19,14 +19,10 @@ from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleSpec, EvalSchedule
 from sleuth.core.api.v1alpha1.model import ModelSpec
 from sleuth.core.api.v1alpha1.parsers import derive_tool_call_parser
 from sleuth.core.api.v1alpha1.serving import GpuSpec, ModelCache
-from sleuth.core.api.v1alpha1.toolbinding import (
-    SqlQuerySpec,
-    SqlTemplate,
-    ToolBindingSpec,
-    ToolBindingStatus,
-    VectorSearchSpec,
-    WebSearchSpec,
-)
+from sleuth.core.api.v1alpha1.sqlquery import SqlQuerySpec, SqlTemplate
+from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec, ToolBindingStatus
+from sleuth.core.api.v1alpha1.vectorsearch import VectorSearchSpec
+from sleuth.core.api.v1alpha1.websearch import WebSearchSpec
 
 __all__ = [
     "API_VERSION",

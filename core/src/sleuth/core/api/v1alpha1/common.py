@@ -19,6 +19,8 @@ API_VERSION = f"{GROUP}/{VERSION}"
 
 # Kubernetes object names used as references (RFC 1123 subdomain, the common case).
 DNS_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+# An http or https URL: every endpoint field (:mod:`.specpaths` finds them by this pattern).
+URL_PATTERN = r"^https?://[^\s/]+(/\S*)?$"
 # A URL that must use TLS (a JWKS: the keys that decide who gets in). Like every URL field it is
 # an endpoint the allowlists check (:mod:`.specpaths` finds it by this pattern).
 HTTPS_URL_PATTERN = r"^https://[^\s/]+(/\S*)?$"
@@ -209,6 +211,7 @@ __all__ = [
     "DNS_NAME",
     "GROUP",
     "HTTPS_URL_PATTERN",
+    "URL_PATTERN",
     "VERSION",
     "Condition",
     "ConditionStatus",
