@@ -15,13 +15,18 @@ from pydantic import ConfigDict, Field, JsonValue, field_validator, model_valida
 
 from sleuth.core.api.fields import ModelName
 from sleuth.core.api.v1alpha1.common import (
-    DNS_NAME,
+    URL_PATTERN,
+    DataKey,
     LocalObjectRef,
+    ObjectName,
     Resources,
     SecretKeyRef,
     SpecModel,
+    VolumePath,
+    exactly_one_message,
+    exactly_one_rule,
 )
-from sleuth.core.api.v1alpha1.evalruns import ReportsSpec, ToolSelectionSpec
+from sleuth.core.api.v1alpha1.evalruns import SOURCES, ReportsSpec, Split, ToolSelectionSpec
 from sleuth.core.api.v1alpha1.evalstatus import (  # re-exported: the kind's status lives there
     EvalCounts,
     EvalPart,
@@ -58,7 +63,6 @@ DEFAULT_METRICS: tuple[EvalMetric, ...] = (
     "contextRecall",
 )
 
-URL_PATTERN = r"^https?://[^\s/]+(/\S*)?$"
 # A Prometheus duration of one unit, e.g. 30m, 90s, 1h.
 DURATION_PATTERN = r"^[0-9]+(ms|s|m|h|d|w)$"
 # The same, greater than zero: a range selector of 0 makes Prometheus refuse the whole rule group.
@@ -93,13 +97,8 @@ def check_cron(schedule: str) -> str:
 class ConfigMapDataset(SpecModel):
     """A golden dataset in a ConfigMap, its frozen manifest under ``<key>.manifest.json``."""
 
-    name: str = Field(
-        min_length=1, max_length=253, pattern=DNS_NAME, description="Name of the ConfigMap."
-    )
-    key: str = Field(
-        min_length=1,
-        max_length=253,
-        pattern=r"^[-._a-zA-Z0-9]+$",
+    name: ObjectName = Field(description="Name of the ConfigMap.")
+    key: DataKey = Field(
         description="Key holding the golden JSONL; the key <key>.manifest.json must hold its "
         "frozen manifest.",
     )
@@ -108,16 +107,8 @@ class ConfigMapDataset(SpecModel):
 class PvcDataset(SpecModel):
     """A golden dataset on a PersistentVolumeClaim, mounted read-only."""
 
-    claim_name: str = Field(
-        min_length=1,
-        max_length=253,
-        pattern=DNS_NAME,
-        description="Name of the PersistentVolumeClaim.",
-    )
-    path: str = Field(
-        min_length=1,
-        max_length=1024,
-        pattern=r"^[^/.]([^.]|\.[^.]|\.$)*$",
+    claim_name: ObjectName = Field(description="Name of the PersistentVolumeClaim.")
+    path: VolumePath = Field(
         description="Path of the golden JSONL inside the claim (relative, no '..'); its frozen "
         "manifest <path>.manifest.json sits next to it.",
     )
@@ -127,15 +118,7 @@ class DatasetSpec(SpecModel):
     """The golden dataset: a ConfigMap or a PersistentVolumeClaim holding JSONL, and the split."""
 
     model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "has(self.configMapRef) != has(self.persistentVolumeClaim)",
-                    "message": "spec.dataset: set exactly one of configMapRef and "
-                    "persistentVolumeClaim",
-                }
-            ]
-        }
+        json_schema_extra={"x-kubernetes-validations": [exactly_one_rule("spec.dataset", *SOURCES)]}
     )
 
     config_map_ref: ConfigMapDataset | None = Field(
@@ -144,7 +127,7 @@ class DatasetSpec(SpecModel):
     persistent_volume_claim: PvcDataset | None = Field(
         default=None, description="PersistentVolumeClaim holding the golden JSONL."
     )
-    split: Literal["dev", "test", "all"] = Field(
+    split: Split = Field(
         default="test",
         description="Split whose questions are asked (default test: the frozen release split).",
     )
@@ -159,9 +142,7 @@ class DatasetSpec(SpecModel):
     @model_validator(mode="after")
     def _one_source(self) -> DatasetSpec:
         if (self.config_map_ref is None) == (self.persistent_volume_claim is None):
-            raise ValueError(
-                "spec.dataset: set exactly one of configMapRef and persistentVolumeClaim"
-            )
+            raise ValueError(exactly_one_message("spec.dataset", *SOURCES))
         return self
 
 

@@ -26,7 +26,7 @@ from sleuth.core.api.v1alpha1.autoscaling import (
     ModelAutoscalingSpec,
     autoscaling_problem,
 )
-from sleuth.core.api.v1alpha1.common import Resources, SecretKeyRef, SpecModel
+from sleuth.core.api.v1alpha1.common import URL_PATTERN, Resources, SecretKeyRef, SpecModel
 from sleuth.core.api.v1alpha1.contexts import (
     CONTEXT_LIMITS,
     context_excess,
@@ -112,7 +112,7 @@ class ModelSpec(SpecModel):
     endpoint: str | None = Field(
         default=None,
         max_length=2048,
-        pattern=r"^https?://[^\s/]+(/\S*)?$",
+        pattern=URL_PATTERN,
         description="Base URL of an existing OpenAI-compatible server, including /v1 "
         "(e.g. http://vllm.models:8000/v1). Exclusive with name.",
     )

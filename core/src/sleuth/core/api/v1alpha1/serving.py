@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field, JsonValue, model_validator
 
-from sleuth.core.api.v1alpha1.common import SpecModel
+from sleuth.core.api.v1alpha1.common import SpecModel, exactly_one_message, exactly_one_rule
 
 # The default vLLM image: release v0.25.1 (past the security fixes of 0.11.1 and later), pinned
 # by digest — the image digest Docker Hub shows for that tag
@@ -88,12 +88,7 @@ class ModelCache(SpecModel):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "has(self.claimName) != has(self.size)",
-                    "message": "spec.model.cache: set exactly one of claimName and size",
-                }
-            ]
+            "x-kubernetes-validations": [exactly_one_rule("spec.model.cache", "claimName", "size")]
         }
     )
 
@@ -114,7 +109,7 @@ class ModelCache(SpecModel):
     @model_validator(mode="after")
     def _one(self) -> ModelCache:
         if (self.claim_name is None) == (self.size is None):
-            raise ValueError("spec.model.cache: set exactly one of claimName and size")
+            raise ValueError(exactly_one_message("spec.model.cache", "claimName", "size"))
         return self
 
 
