@@ -8,7 +8,6 @@ stays below its threshold (defaults: the seed article's operational thresholds).
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
@@ -26,6 +25,7 @@ from sleuth.core.api.v1alpha1.common import (
     exactly_one_message,
     exactly_one_rule,
 )
+from sleuth.core.api.v1alpha1.cronschedule import CRON_PATTERN, ZERO_STEP, check_cron
 from sleuth.core.api.v1alpha1.evalruns import SOURCES, ReportsSpec, Split, ToolSelectionSpec
 from sleuth.core.api.v1alpha1.evalstatus import (  # re-exported: the kind's status lives there
     EvalCounts,
@@ -67,31 +67,6 @@ DEFAULT_METRICS: tuple[EvalMetric, ...] = (
 DURATION_PATTERN = r"^[0-9]+(ms|s|m|h|d|w)$"
 # The same, greater than zero: a range selector of 0 makes Prometheus refuse the whole rule group.
 POSITIVE_DURATION_PATTERN = r"^0*[1-9][0-9]*(ms|s|m|h|d|w)$"
-# A cron step of zero (``*/0``): the CronJob API refuses it.
-ZERO_STEP = r"/0*([^0-9]|$)"
-# Five cron fields (minute hour day-of-month month day-of-week); each digits, names, * / , - ?.
-CRON_FIELD = r"[-0-9A-Za-z*/,?]+"
-CRON_PATTERN = rf"^{CRON_FIELD}( +{CRON_FIELD}){{4}}$"
-_CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
-_CRON_NAMES = ("minute", "hour", "day of month", "month", "day of week")
-
-
-def check_cron(schedule: str) -> str:
-    """``schedule`` when it is five cron fields whose numbers are in range; ValueError otherwise."""
-    if not re.fullmatch(CRON_PATTERN, schedule):
-        raise ValueError(
-            f"schedule {schedule!r}: expected five cron fields "
-            "(minute hour day-of-month month day-of-week), e.g. '0 */6 * * *'"
-        )
-    for text, (low, high), what in zip(schedule.split(), _CRON_RANGES, _CRON_NAMES, strict=True):
-        for number in re.findall(r"[0-9]+", text):
-            value = int(number)
-            step = "/" + number in text
-            if not step and not low <= value <= high:
-                raise ValueError(f"schedule {schedule!r}: {what} {value} is outside {low}-{high}")
-    if re.search(ZERO_STEP, schedule):
-        raise ValueError(f"schedule {schedule!r}: a step (/n) must be at least 1")
-    return schedule
 
 
 class ConfigMapDataset(SpecModel):
@@ -415,5 +390,4 @@ __all__ = [
     "RunOutcome",
     "Thresholds",
     "ToolSelectionSpec",
-    "check_cron",
 ]
