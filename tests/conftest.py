@@ -18,13 +18,12 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from sleuth.scripted import ScriptedServer
+from tests.support.kubecluster import KubeCluster
 from tests.support.workers import mark_groups, order_for_workers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,65 +64,6 @@ def refuse_long_ids(items: list[pytest.Item]) -> None:
             f"{len(long)} test ids are longer than {MAX_TEST_ID} characters (give the "
             f"parametrization ids=): {long[:3]}"
         )
-
-
-@dataclass
-class KubeCluster:
-    """A running control plane: kubeconfig, the cached binaries, and a Python API client."""
-
-    kubeconfig: Path
-    bin_dir: Path
-    _api: Any = field(default=None, repr=False)
-
-    @property
-    def env(self) -> dict[str, str]:
-        return {
-            **os.environ,
-            "KUBECONFIG": str(self.kubeconfig),
-            "PATH": f"{self.bin_dir}:{os.environ['PATH']}",
-        }
-
-    def run(
-        self,
-        tool: str,
-        *args: str,
-        check: bool = True,
-        input: str | None = None,
-        timeout: float = 120,
-    ) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [str(self.bin_dir / tool), *args],
-            env=self.env,
-            input=input,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(
-                f"{tool} {' '.join(args)} exited {proc.returncode}\n"
-                f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-            )
-        return proc
-
-    def kubectl(
-        self, *args: str, check: bool = True, input: str | None = None, timeout: float = 120
-    ) -> subprocess.CompletedProcess[str]:
-        return self.run("kubectl", *args, check=check, input=input, timeout=timeout)
-
-    def helm(
-        self, *args: str, check: bool = True, timeout: float = 300
-    ) -> subprocess.CompletedProcess[str]:
-        return self.run("helm", *args, check=check, timeout=timeout)
-
-    @property
-    def api(self) -> Any:
-        """A ``kubernetes.client.ApiClient`` bound to this cluster."""
-        if self._api is None:
-            from kubernetes import config
-
-            self._api = config.new_client_from_config(config_file=str(self.kubeconfig))
-        return self._api
 
 
 def _cache() -> Path:

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from sleuth.agent.router import NOT_ENOUGH, ROUTER_NAME, RouterModel, plan
+from sleuth.agent.routeanswer import NOT_ENOUGH
+from sleuth.agent.routeplan import plan
+from sleuth.agent.router import ROUTER_NAME, RouterModel
 from sleuth.core.tools import DEFAULT_SPECS
 
 pytestmark = pytest.mark.unit

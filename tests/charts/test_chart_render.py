@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
+from sleuth.core.api.v1alpha1.serving import DEFAULT_VLLM_IMAGE
 from tests.charts.chart_testkit import (
     CHART,
     GOLDEN,
@@ -158,7 +158,7 @@ def test_values_are_documented_key_by_key_in_camel_case() -> None:
 
 
 def test_defaults_follow_the_code() -> None:
-    from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
+    from sleuth.core.api.v1alpha1.serving import DEFAULT_VLLM_IMAGE
     from sleuth.evals.report.results import DEFAULT_THRESHOLDS
     from sleuth.operator.render.meta import DEFAULT_SLEUTH_IMAGE
 

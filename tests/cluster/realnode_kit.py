@@ -2,11 +2,12 @@
 
 ``real_node`` (session) starts a cluster with ``tests/cluster/up.sh --real-node`` (kwok's
 simulated H100 and CPU nodes, plus node ``sleuth-node``: containerd, kubelet, kube-proxy and
-CoreDNS on this host — see node.py) and yields a :class:`RealNodeCluster` — the same interface
-as the suite's ``KubeCluster`` (``kubeconfig``, ``bin_dir``, ``env``, ``run``, ``kubectl``,
-``helm``, ``api``) plus the node's name, IP, images, and ``import_image()``. At the end (also when
-a test or the start failed) it runs ``down.sh`` and fails the session's teardown if anything is
-left on the machine: processes, iptables chains, the bridge, mounts, cgroups, changed sysctls.
+CoreDNS on this host — see node.py) and yields a :class:`RealNodeCluster` — the suite's
+``KubeCluster`` (tests/support/kubecluster.py: ``kubeconfig``, ``bin_dir``, ``env``, ``run``,
+``kubectl``, ``helm``, ``api``) plus the node's name, IP, images, and ``import_image()``. At the
+end (also when a test or the start failed) it runs ``down.sh`` and fails the session's teardown
+if anything is left on the machine: processes, iptables chains, the bridge, mounts, cgroups,
+changed sysctls.
 
 One real node per machine: the fixture holds an exclusive lock (``/run/lock/sleuth-node.lock``)
 for the whole session, so concurrent sessions wait for each other; kwok-only clusters are not
@@ -39,6 +40,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests.support.kubecluster import KubeCluster
 from tests.support.workers import scattered_real_node_tests
 
 CLUSTER_DIR = Path(__file__).resolve().parent
@@ -74,74 +76,23 @@ def eventually(
         time.sleep(every)
 
 
-@dataclass
-class RealNodeCluster:
-    """A running control plane with the real node joined (the ``KubeCluster`` interface, plus)."""
+@dataclass(kw_only=True)
+class RealNodeCluster(KubeCluster):
+    """A running control plane with the real node joined: a ``KubeCluster``, plus the node."""
 
-    kubeconfig: Path
-    bin_dir: Path
     name: str
     node_name: str = "sleuth-node"
     node_ip: str = "10.244.0.1"
     images: dict[str, str] = field(default_factory=dict)
     sysctls_before: Path | None = None
-    _api: Any = field(default=None, repr=False)
 
-    @property
-    def env(self) -> dict[str, str]:
-        return {
-            **os.environ,
-            "KUBECONFIG": str(self.kubeconfig),
-            "PATH": f"{self.bin_dir}:{os.environ['PATH']}",
-        }
-
-    def run(
-        self,
-        tool: str,
-        *args: str,
-        check: bool = True,
-        input: str | None = None,
-        timeout: float = 120,
-    ) -> subprocess.CompletedProcess[str]:
-        path = self.bin_dir / tool if (self.bin_dir / tool).exists() else Path(tool)
-        proc = subprocess.run(
-            [str(path), *args],
-            env=self.env,
-            input=input,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(
-                f"{tool} {' '.join(args)} exited {proc.returncode}\n"
-                f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-            )
-        return proc
-
-    def kubectl(
-        self, *args: str, check: bool = True, input: str | None = None, timeout: float = 120
-    ) -> subprocess.CompletedProcess[str]:
-        return self.run("kubectl", *args, check=check, input=input, timeout=timeout)
-
-    def helm(
-        self, *args: str, check: bool = True, timeout: float = 300
-    ) -> subprocess.CompletedProcess[str]:
-        return self.run("helm", *args, check=check, timeout=timeout)
+    def tool_path(self, tool: str) -> Path:
+        """The cached binary, else the one on PATH (the node's tools)."""
+        return self.bin_dir / tool if (self.bin_dir / tool).exists() else Path(tool)
 
     def get(self, *args: str) -> dict[str, Any]:
         out: dict[str, Any] = json.loads(self.kubectl("get", *args, "-o", "json").stdout)
         return out
-
-    @property
-    def api(self) -> Any:
-        """A ``kubernetes.client.ApiClient`` bound to this cluster."""
-        if self._api is None:
-            from kubernetes import config
-
-            path = str(self.kubeconfig)
-            self._api = config.new_client_from_config(config_file=path)  # type: ignore[no-untyped-call]
-        return self._api
 
     def node(
         self, *args: str, check: bool = True, timeout: float = 600

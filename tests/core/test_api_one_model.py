@@ -12,7 +12,8 @@ from sleuth.core.api.agent_config import (
     OnlineEvalConfig,
     OnlineEvalEmbeddingsConfig,
 )
-from sleuth.core.api.v1alpha1.agentdeployment import A2ASpec, AgentDeploymentStatus, AgentSpec
+from sleuth.core.api.v1alpha1.agent import A2ASpec, AgentSpec
+from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentStatus
 from sleuth.core.api.v1alpha1.common import StatusModel
 from sleuth.core.api.v1alpha1.evalstatus import EvalScheduleStatus
 from sleuth.core.api.v1alpha1.kinds import KINDS

@@ -9,6 +9,7 @@ from sleuth.core.tools import (
     SQL_QUERY,
     VECTOR_SEARCH,
     WEB_SEARCH,
+    bound_spec,
     default_spec,
     sql_description_for,
     with_description,
@@ -52,6 +53,14 @@ def test_description_override_keeps_schema() -> None:
     assert spec.parameters is VECTOR_SEARCH.parameters
     assert with_description(VECTOR_SEARCH, "   ") is VECTOR_SEARCH
     assert with_description(VECTOR_SEARCH, None) is VECTOR_SEARCH
+
+
+def test_a_bound_spec_takes_the_binding_name_and_override() -> None:
+    spec = bound_spec(WEB_SEARCH, "news_search", "Search the news. NOT for contracts.")
+    assert (spec.name, spec.description) == ("news_search", "Search the news. NOT for contracts.")
+    assert spec.parameters is WEB_SEARCH.parameters
+    plain = bound_spec(WEB_SEARCH, "news_search", None)
+    assert (plain.name, plain.description) == ("news_search", WEB_SEARCH.description)
 
 
 def test_sql_description_lists_allowed_tables() -> None:

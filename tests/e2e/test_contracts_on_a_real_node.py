@@ -14,20 +14,30 @@ take minutes.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import threading
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from contracts_kit import (
+    AGENT_PODS,
+    APP,
+    RELEASE,
+    SYSTEM,
+    Platform,
+    assert_none_failed,
+    audit_records,
+    chart_values,
+    eval_traces,
+    jaeger_of,
+    pods_of,
+    post,
+    served_across_pods,
+    under_traffic,
+    with_agent_spans,
+)
 from manifests import TRACE_NAMESPACE, backends, caller_job, trace_backend, vector_store
 from node_config import CONTAINERD_SOCK
 from platform_kit import (
@@ -37,90 +47,14 @@ from platform_kit import (
     example_as_a_user_edits_it,
     prometheus,
     self_hosted_agent,
-    yaml_docs,
 )
 
 from sleuth.core.names import TSA_GAUGE
 from sleuth.tools.sample.contracts import SEED_QUESTION
 from tests.support.jaeger import CONFIG as JAEGER_CONFIG
-from tests.support.jaeger import Jaeger, TraceView, required_binary
+from tests.support.jaeger import required_binary
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode, pytest.mark.slow]
-
-RELEASE, SYSTEM = "sleuth", "sleuth-system"
-# The chart's workloads.nodeSelector: agents, tool services and eval jobs on the real node.
-PLACEMENT = ["--set", "workloads.nodeSelector.kubernetes\\.io/hostname=sleuth-node"]
-AGENT_PODS = "app.kubernetes.io/instance=contracts,app.kubernetes.io/component=agent"
-APP = "default"  # `kubectl apply -f examples/contracts/` without -n
-TRACING_ENDPOINT = f"http://jaeger.{TRACE_NAMESPACE}:4318"  # the chart's tracing.endpoint
-
-
-@dataclass
-class Platform:
-    cluster: Any
-    images: dict[str, str]  # name → ref
-    _token: str = ""
-
-    def kubectl(self, *args: str, **kw: Any) -> Any:
-        return self.cluster.kubectl(*args, **kw)
-
-    def get(self, *args: str) -> dict[str, Any]:
-        out: dict[str, Any] = json.loads(self.kubectl("get", *args, "-o", "json").stdout)
-        return out
-
-    def apply(self, docs: list[dict[str, Any]]) -> None:
-        self.kubectl("apply", "-f", "-", input=yaml_docs(docs))
-
-    def portal_token(self) -> str:
-        """A token of the caller the contracts example admits (its ServiceAccount
-        ``contracts-portal``, audience the agent's), as the portal's pod would mount it."""
-        if not self._token:
-            account = "contracts-portal"
-            if self.kubectl("get", "serviceaccount", account, "-n", APP, check=False).returncode:
-                self.kubectl("create", "serviceaccount", account, "-n", APP)
-            audience = self.get("agentdeployment", "contracts", "-n", APP)["status"][
-                "agentAudience"
-            ]
-            created = self.kubectl(
-                "create", "token", account, "-n", APP, "--audience", audience, "--duration", "3h"
-            )
-            self._token = created.stdout.strip()
-        return self._token
-
-    def service_url(self, namespace: str, name: str, port_name: str | None = None) -> str:
-        svc = self.get("service", name, "-n", namespace)
-        ports = svc["spec"]["ports"]
-        port = next(p for p in ports if port_name in (None, p.get("name")))["port"]
-        return f"http://{svc['spec']['clusterIP']}:{port}"
-
-
-def _helm_values(images: dict[str, str], *extra: str) -> list[str]:
-    repo, tag = images["sleuth"].rsplit(":", 1)
-    op_repo, op_tag = images["operator"].rsplit(":", 1)
-    return [
-        "--set", f"image.repository={repo}", "--set", f"image.tag={tag}",
-        "--set", f"operator.image.repository={op_repo}", "--set", f"operator.image.tag={op_tag}",
-        *extra,
-    ]  # fmt: skip
-
-
-def _post(
-    url: str, body: dict[str, Any], timeout: float = 120, token: str = ""
-) -> tuple[int, dict[str, Any]]:
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read() or b"{}")
-
-
-def _pods(platform: Platform, namespace: str, selector: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = platform.get("pods", "-n", namespace, "-l", selector)["items"]
-    return items
 
 
 @pytest.fixture(scope="module")
@@ -144,10 +78,7 @@ def platform(real_node: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     # a standby can take the Lease).
     real_node.helm(
         "install", RELEASE, str(ROOT / "charts" / "sleuth"), "--namespace", SYSTEM,
-        "--create-namespace", *_helm_values(images, "--set", "operator.replicas=2",
-                      "--set", "metrics.serviceMonitor.enabled=true", *PLACEMENT,
-                      "--set", f"tracing.endpoint={TRACING_ENDPOINT}"),
-        "--wait", "--timeout", "10m", timeout=900,
+        "--create-namespace", *chart_values(images), "--wait", "--timeout", "10m", timeout=900,
     )  # fmt: skip
     p.kubectl("wait", "--for=condition=complete", "job/ingest-contract-clauses", "-n", APP,
               "--timeout=600s", timeout=660)  # fmt: skip
@@ -175,7 +106,7 @@ def test_every_kind_becomes_ready(platform: Platform) -> None:
 
 
 def test_the_operator_pod_runs_and_holds_the_lease(platform: Platform) -> None:
-    pods = _pods(platform, SYSTEM, "app.kubernetes.io/name=sleuth")
+    pods = pods_of(platform, SYSTEM, "app.kubernetes.io/name=sleuth")
     assert len(pods) == 2
     running = [p for p in pods if p["status"]["phase"] == "Running"]
     assert len(running) == 2, [p["status"] for p in pods]
@@ -192,7 +123,7 @@ def test_seed_question_is_answered_through_the_agent_service(platform: Platform)
     _, body = eventually(
         "the agent answers",
         lambda: (lambda r: r if r[0] == 200 else None)(
-            _post(url, {"question": SEED_QUESTION}, token=platform.portal_token())
+            post(url, {"question": SEED_QUESTION}, token=platform.portal_token())
         ),
         timeout=300,
     )
@@ -208,24 +139,19 @@ def test_seed_question_is_answered_through_the_agent_service(platform: Platform)
     assert calls == [("sql_query", "ok"), ("vector_search", "ok")], calls
 
 
-def _jaeger(platform: Platform) -> Jaeger:
-    """The trace backend's query API, through its Service, from the host."""
-    return Jaeger(TRACING_ENDPOINT, platform.service_url(TRACE_NAMESPACE, "jaeger", "query"))
-
-
 def test_the_pods_trace_a_request_into_the_trace_backend(platform: Platform) -> None:
     """The chart's tracing.endpoint → the operator's flags → OTEL_* on the agent and tool-service
     pods → spans from three pods in one trace, read back from Jaeger."""
     url = platform.service_url(APP, "contracts-agent", "http") + "/v1/query"
-    status, body = _post(url, {"question": SEED_QUESTION}, token=platform.portal_token())
+    status, body = post(url, {"question": SEED_QUESTION}, token=platform.portal_token())
     assert status == 200, body
-    jaeger = _jaeger(platform)
+    jaeger = jaeger_of(platform)
     # root, 3 chat, 2 execute_tool (the tool calls may be answered from the agent's tool cache:
     # the seed question was asked before, and then no tool service is called). The spans come
     # in several exports, the root (which ends last) in the last one: wait for all of the agent's.
     trace = eventually(
         "the agent pod's spans of the request in Jaeger",
-        lambda: _with_agent_spans(jaeger.trace(body["sleuth"]["traceId"])),
+        lambda: with_agent_spans(jaeger.trace(body["sleuth"]["traceId"])),
         timeout=120,
     )
     root = trace.one("invoke_agent contracts")
@@ -240,43 +166,16 @@ def test_the_pods_trace_a_request_into_the_trace_backend(platform: Platform) -> 
     for tool, binding in (("sql_query", "contracts-sql"), ("vector_search", "contracts-clauses")):
         eventually(
             f"a {tool} call traced from the agent pod into the {binding} pod",
-            lambda tool=tool, binding=binding: _served_across_pods(jaeger, tool, binding),
+            lambda tool=tool, binding=binding: served_across_pods(jaeger, tool, binding),
             timeout=120,
         )
-
-
-def _with_agent_spans(trace: TraceView | None) -> TraceView | None:
-    """``trace`` once it holds the agent pod's root, 3 chat and 2 execute_tool spans."""
-    names = [] if trace is None else [s.name for s in trace.spans]
-    chats = sum(n.startswith("chat ") for n in names)
-    tools = sum(n.startswith("execute_tool ") for n in names)
-    return trace if "invoke_agent contracts" in names and chats >= 3 and tools >= 2 else None
-
-
-def _served_across_pods(jaeger: Jaeger, tool: str, binding: str) -> bool | None:
-    for trace in jaeger.traces(f"sleuth-tool-{binding}", limit=20):
-        for served in trace.named(f"tool {tool}"):
-            caller = [s for s in trace.spans if s.span_id == served.parent_id]
-            if (
-                served.service == f"sleuth-tool-{binding}"
-                and caller
-                and caller[0].name == f"execute_tool {tool}"
-                and caller[0].service == "sleuth-agent-contracts"
-            ):
-                return True
-    return None
-
-
-def _eval_traces(jaeger: Jaeger) -> list[TraceView] | None:
-    traces = jaeger.traces("sleuth-eval-contracts-weekly", limit=100)
-    return [t for t in traces if any(s.name.startswith("eval_case ") for s in t.spans)] or None
 
 
 def assert_eval_questions_traced(platform: Platform) -> None:
     """An eval Job's pod traced each golden question; the agent pod's request is a child of
     it, the scores beside it."""
-    jaeger = _jaeger(platform)
-    traces = eventually("the eval's traces", lambda: _eval_traces(jaeger), timeout=120)
+    jaeger = jaeger_of(platform)
+    traces = eventually("the eval's traces", lambda: eval_traces(jaeger), timeout=120)
     joined, scored = 0, 0
     for trace in traces:
         [question] = [s for s in trace.spans if s.name.startswith("eval_case ")]
@@ -309,7 +208,7 @@ def test_our_pods_run_on_the_real_node_and_gpu_pods_on_h100(platform: Platform) 
             assert where.startswith("gpu-h100"), (pod["metadata"]["name"], where)
         else:
             assert where == node, (pod["metadata"]["name"], where)
-    for pod in _pods(platform, APP, "app.kubernetes.io/part-of=sleuth"):
+    for pod in pods_of(platform, APP, "app.kubernetes.io/part-of=sleuth"):
         if pod["metadata"]["labels"].get("app.kubernetes.io/component") != "model":
             assert pod["spec"]["nodeSelector"] == {"kubernetes.io/hostname": node}, pod["spec"]
     agent = platform.get("agentdeployment", "contracts", "-n", APP)
@@ -321,10 +220,10 @@ def test_our_pods_run_on_the_real_node_and_gpu_pods_on_h100(platform: Platform) 
                      "--timeout=300s", timeout=330)  # fmt: skip
     eventually(
         "the old ReplicaSets' pods are gone",
-        lambda: len(_pods(platform, APP, AGENT_PODS)) == 2,
+        lambda: len(pods_of(platform, APP, AGENT_PODS)) == 2,
         timeout=120,
     )
-    agent_pods = _pods(platform, APP, AGENT_PODS)
+    agent_pods = pods_of(platform, APP, AGENT_PODS)
     assert len(agent_pods) == 2
     for pod in agent_pods:
         conds = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
@@ -344,12 +243,6 @@ def test_an_eval_job_writes_scores_into_the_status(platform: Platform) -> None:
     assert_eval_questions_traced(platform)
 
 
-def _audit_records(platform: Platform) -> list[dict[str, Any]]:
-    """The audit records every agent pod wrote (their whole output)."""
-    out = platform.kubectl("logs", "-n", APP, "-l", AGENT_PODS, "--tail=-1", check=False).stdout
-    return [json.loads(line) for line in out.splitlines() if line.startswith('{"audit"')]
-
-
 def test_pods_authenticate_with_projected_tokens_and_another_account_is_refused(
     platform: Platform,
 ) -> None:
@@ -360,7 +253,7 @@ def test_pods_authenticate_with_projected_tokens_and_another_account_is_refused(
     eval_account = "contracts-weekly-eval"
     records = [
         r
-        for r in _audit_records(platform)
+        for r in audit_records(platform)
         if r.get("subject") == f"system:serviceaccount:{APP}:{eval_account}"
     ]
     assert {(r["caller"], r["proof"]) for r in records} == {("eval-contracts-weekly", "token")}
@@ -383,7 +276,7 @@ def test_pods_authenticate_with_projected_tokens_and_another_account_is_refused(
     assert said == {"portal": "status 200", "intruder": "status 401"}, said
     refused = eventually(
         "the agent's audit record of the intruder's request",
-        lambda: [r for r in _audit_records(platform) if r["outcome"] == "unauthenticated"],
+        lambda: [r for r in audit_records(platform) if r["outcome"] == "unauthenticated"],
         timeout=60,
     )
     assert all(r["caller"] is None for r in refused)
@@ -425,43 +318,6 @@ def test_a_real_prometheus_scraping_as_the_servicemonitor_says_sees_the_scores(
     assert value == pytest.approx(schedule["status"]["scores"]["toolSelectionAccuracy"])
 
 
-def _under_traffic(platform: Platform, action: Callable[[], None]) -> list[str]:
-    """Run ``action`` while one client asks the seed's question through the agent's Service in
-    a loop (at most 300 requests, 15 minutes); one outcome per request: ``"200"``, another
-    status with the error the body gives, or the client-side error when no answer came."""
-    url = platform.service_url(APP, "contracts-agent", "http") + "/v1/query"
-    outcomes: list[str] = []
-    stop = threading.Event()
-    token = platform.portal_token()
-
-    def traffic() -> None:
-        deadline = time.monotonic() + 900
-        while not stop.is_set() and time.monotonic() < deadline and len(outcomes) < 300:
-            started = time.strftime("%H:%M:%S")
-            try:
-                code, body = _post(url, {"question": SEED_QUESTION}, timeout=60, token=token)
-                outcomes.append("200" if code == 200 else f"{started} {code} {body}")
-            except (OSError, ValueError) as err:  # no answer, or one that is not JSON
-                outcomes.append(f"{started} {type(err).__name__}: {err}")
-
-    thread = threading.Thread(target=traffic)
-    thread.start()
-    try:
-        time.sleep(3)
-        action()
-        time.sleep(5)
-    finally:
-        stop.set()
-        thread.join()
-    return outcomes
-
-
-def _assert_none_failed(outcomes: list[str]) -> None:
-    assert outcomes, "no request was sent"
-    failed = [o for o in outcomes if o != "200"]
-    assert not failed, f"{len(failed)} of {len(outcomes)} requests failed: {failed}"
-
-
 def test_deleting_an_agent_pod_under_traffic_is_absorbed(platform: Platform) -> None:
     # The agents' PodDisruptionBudget, as the disruption controller sees it: 2 pods, 1 may go.
     eventually(
@@ -473,13 +329,13 @@ def test_deleting_an_agent_pod_under_traffic_is_absorbed(platform: Platform) -> 
     )
 
     def delete_one() -> None:
-        victim = _pods(platform, APP, AGENT_PODS)[0]
+        victim = pods_of(platform, APP, AGENT_PODS)[0]
         platform.kubectl("delete", "pod", victim["metadata"]["name"], "-n", APP, "--wait=false")
         platform.kubectl("rollout", "status", "deployment/contracts-agent", "-n", APP,
                          "--timeout=300s", timeout=330)  # fmt: skip
 
-    outcomes = _under_traffic(platform, delete_one)
-    _assert_none_failed(outcomes)
+    outcomes = under_traffic(platform, delete_one)
+    assert_none_failed(outcomes)
 
 
 def test_helm_upgrade_to_a_new_tag_rolls_operator_and_agents_without_failed_requests(
@@ -497,18 +353,18 @@ def test_helm_upgrade_to_a_new_tag_rolls_operator_and_agents_without_failed_requ
             check=True, capture_output=True,
         )  # fmt: skip
     retagged = {n: f"{r.rsplit(':', 1)[0]}:{tag}" for n, r in platform.images.items()}
-    outcomes = _under_traffic(platform, lambda: _upgrade(platform, retagged))
-    _assert_none_failed(outcomes)
+    outcomes = under_traffic(platform, lambda: _upgrade(platform, retagged))
+    assert_none_failed(outcomes)
     # helm --wait counts the new pods ready; the old ones may still be terminating.
     eventually(
         "every operator pod runs the new tag",
         lambda: all(
             pod["spec"]["containers"][0]["image"] == retagged["operator"]
-            for pod in _pods(platform, SYSTEM, "app.kubernetes.io/name=sleuth")
+            for pod in pods_of(platform, SYSTEM, "app.kubernetes.io/name=sleuth")
         ),
         timeout=120,
     )
-    agents = _pods(platform, APP, AGENT_PODS)
+    agents = pods_of(platform, APP, AGENT_PODS)
     assert agents
     assert all(p["spec"]["containers"][0]["image"] == retagged["sleuth"] for p in agents)
 
@@ -516,14 +372,11 @@ def test_helm_upgrade_to_a_new_tag_rolls_operator_and_agents_without_failed_requ
 def _upgrade(platform: Platform, images: dict[str, str]) -> None:
     platform.cluster.helm(
         "upgrade", RELEASE, str(ROOT / "charts" / "sleuth"), "--namespace", SYSTEM,
-        *_helm_values(images, "--set", "operator.replicas=2",
-                      "--set", "metrics.serviceMonitor.enabled=true", *PLACEMENT,
-                      "--set", f"tracing.endpoint={TRACING_ENDPOINT}"),
-        "--wait", "--timeout", "10m", timeout=900,
+        *chart_values(images), "--wait", "--timeout", "10m", timeout=900,
     )  # fmt: skip
 
     def agents_on(image: str) -> bool:
-        pods = _pods(platform, APP, AGENT_PODS)
+        pods = pods_of(platform, APP, AGENT_PODS)
         return bool(pods) and all(
             p["spec"]["containers"][0]["image"] == image
             and p["status"].get("phase") == "Running"
@@ -540,7 +393,7 @@ def test_killing_the_leader_hands_the_lease_to_the_standby(platform: Platform) -
     holder = lease["spec"]["holderIdentity"]
     leader = next(
         p["metadata"]["name"]
-        for p in _pods(platform, SYSTEM, "app.kubernetes.io/name=sleuth")
+        for p in pods_of(platform, SYSTEM, "app.kubernetes.io/name=sleuth")
         if holder.startswith(p["metadata"]["name"])
     )
     platform.kubectl("delete", "pod", leader, "-n", SYSTEM, "--grace-period=0", "--force")

@@ -19,8 +19,7 @@ from sleuth.core.api.agent_config import AgentConfig
 from sleuth.core.cli import main
 from sleuth.core.jsonl import dump_jsonl
 from sleuth.core.names import TRACE_ID_HEADER
-from sleuth.evals.golden.cases import NOT_ENOUGH_INFORMATION, GoldenCase
-from sleuth.evals.golden.manifest import freeze
+from sleuth.evals.golden.cases import GoldenCase
 from sleuth.evals.rag.runner import RagRun
 from sleuth.evals.report.html import check_trace_url, render, trace_cell
 from sleuth.evals.report.results import RunLabels, ragas_document
@@ -28,9 +27,9 @@ from sleuth.evals.traces import parse_record, trace_id_of
 from sleuth.scoring.samples import RagSample
 from sleuth.scripted import ScriptedServer
 from tests.evals.conftest import Chunks, planner
+from tests.evals.golden_kit import ADVERSARIAL, frozen_golden, seed_cases
 from tests.support.asgi import serve_app
 
-ADVERSARIAL = "Why did Redis remove in-memory storage in version 7?"
 JAEGER = "http://jaeger.example:16686/trace/{trace_id}"
 
 
@@ -74,25 +73,7 @@ def test_rows_carry_the_trace_id_of_their_agent_request(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    cases = [
-        GoldenCase(
-            id="redis",
-            question=worked_example.question,
-            reference=worked_example.reference or "",
-            stratum="easy",
-            split="dev",
-        ),
-        GoldenCase(
-            id="false-premise",
-            question=ADVERSARIAL,
-            reference=NOT_ENOUGH_INFORMATION,
-            stratum="adversarial",
-            split="dev",
-        ),
-    ]
-    golden = tmp_path / "golden.jsonl"
-    dump_jsonl(cases, golden)
-    freeze(cases, golden)
+    golden = frozen_golden(seed_cases(worked_example, "dev"), tmp_path)
     out, record, page = tmp_path / "r.json", tmp_path / "runs.jsonl", tmp_path / "r.html"
     main(
         [

@@ -9,42 +9,21 @@ from pathlib import Path
 import pytest
 
 from sleuth.core.cli import main
-from sleuth.core.jsonl import dump_jsonl
-from sleuth.evals.golden.cases import NOT_ENOUGH_INFORMATION, GoldenCase
-from sleuth.evals.golden.manifest import freeze
+from sleuth.evals.golden.cases import GoldenCase
 from sleuth.scoring.samples import RagSample
 from sleuth.scripted import ScriptedServer
+from tests.evals.golden_kit import frozen_golden, seed_cases
 
 pytestmark = pytest.mark.integration
-
-ADVERSARIAL = "Why did Redis remove in-memory storage in version 7?"
 
 
 def test_golden_questions_through_the_agent(
     agent_url: str, judge_server: ScriptedServer, worked_example: RagSample, tmp_path: Path
 ) -> None:
-    cases = [
-        GoldenCase(
-            id="redis",
-            question=worked_example.question,
-            reference=worked_example.reference or "",
-            stratum="easy",
-            split="test",
-        ),
-        GoldenCase(
-            id="false-premise",
-            question=ADVERSARIAL,
-            reference=NOT_ENOUGH_INFORMATION,
-            stratum="adversarial",
-            split="test",
-        ),
-        GoldenCase(
-            id="too-long", question="x" * 20001, reference="-", stratum="easy", split="test"
-        ),
-    ]
-    golden = tmp_path / "golden.jsonl"
-    dump_jsonl(cases, golden)
-    freeze(cases, golden)
+    too_long = GoldenCase(
+        id="too-long", question="x" * 20001, reference="-", stratum="easy", split="test"
+    )
+    golden = frozen_golden([*seed_cases(worked_example, "test"), too_long], tmp_path)
     out, record = tmp_path / "r.json", tmp_path / "runs.jsonl"
     code = main(
         [

@@ -9,14 +9,13 @@ import json
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from sleuth.core.kube import CONFIG_MAP, DEPLOYMENT, TOOL_BINDING
-from sleuth.operator.loop.applier import OperatorKube, covers
-from sleuth.operator.loop.metrics import OperatorMetrics
+from sleuth.operator.loop.applier import covers
 from sleuth.operator.loop.watchcache import WatchCache, matches
 from sleuth.operator.reconcile_common import prune
 from sleuth.operator.render.meta import MANAGED_BY, Owner
+from tests.operator.applier_kit import InMemoryApi, Request
 
 pytestmark = pytest.mark.unit
 
@@ -26,42 +25,29 @@ NS = "team-a"
 # -- the applier ---------------------------------------------------------------------------------
 
 
-class FakeApi(OperatorKube):
-    """OperatorKube over an in-memory store that records every request it would send."""
+class FakeApi(InMemoryApi):
+    """Records every request it would send; an apply stores the body as the live object."""
 
     def __init__(self, cache: WatchCache) -> None:
-        super().__init__(object(), cache, OperatorMetrics(CollectorRegistry()))
-        self.store: dict[str, dict[str, Any]] = {}
+        super().__init__(cache)
         self.requests: list[str] = []
         self.accepted = ""  # the Accept header of the last request
-        self.version = 0
 
-    def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: list[tuple[str, str]] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        accept: str = "application/json",
-    ) -> dict[str, Any] | None:
-        self.requests.append(method)
-        self.accepted = accept
-        if method == "GET":
-            return copy.deepcopy(self.store.get(path))
-        if method == "DELETE":
-            self.store.pop(path, None)
+    def answer(self, request: Request) -> dict[str, Any] | None:
+        self.requests.append(request.method)
+        self.accepted = request.accept
+        if request.method == "GET":
+            return self.read(request.path)
+        if request.method == "DELETE":
+            self.store.pop(request.path, None)
             return None
-        assert method == "PATCH"
-        assert content_type == "application/apply-patch+yaml"
-        self.version += 1
-        obj = json.loads(json.dumps(body))
-        obj["metadata"]["resourceVersion"] = str(self.version)
+        assert request.method == "PATCH"
+        assert request.content_type == "application/apply-patch+yaml"
+        obj = json.loads(json.dumps(request.body))
+        self.stamp(obj)
         obj["metadata"]["uid"] = "u-" + obj["metadata"]["name"]
         obj["status"] = {}
-        self.store[path] = obj
-        return copy.deepcopy(obj)
+        return self.keep(request.path, obj)
 
 
 def config_map(data: str) -> dict[str, Any]:
@@ -352,25 +338,15 @@ def test_rollouts_are_read_from_the_watch_or_from_this_process_own_newer_write()
 class StatusApi(FakeApi):
     """Reads, and merge-patches of the status subresource, of sleuth objects."""
 
-    def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: list[tuple[str, str]] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        accept: str = "application/json",
-    ) -> dict[str, Any] | None:
-        if method != "PATCH":
-            return super()._request(method, path, query=query, body=body, accept=accept)
-        self.requests.append(method)
-        assert content_type == "application/merge-patch+json"
-        assert path.endswith("/status")
-        obj = self.store[path.removesuffix("/status")]
-        self.version += 1
-        obj["metadata"]["resourceVersion"] = str(self.version)
-        obj["status"] = {**(obj.get("status") or {}), **body["status"]}
+    def answer(self, request: Request) -> dict[str, Any] | None:
+        if request.method != "PATCH":
+            return super().answer(request)
+        self.requests.append(request.method)
+        assert request.content_type == "application/merge-patch+json"
+        assert request.path.endswith("/status")
+        obj = self.store[request.path.removesuffix("/status")]
+        self.stamp(obj)
+        obj["status"] = {**(obj.get("status") or {}), **request.body["status"]}
         return copy.deepcopy(obj)
 
 

@@ -9,17 +9,16 @@ import json
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from sleuth.core.errors import KubeConflict, KubeRetryable
 from sleuth.core.kube import SERVICE, SERVICE_ACCOUNT
 from sleuth.operator.children import CHILD_CONFLICT, apply_children, rejected_conditions
 from sleuth.operator.errors import ChildConflict
-from sleuth.operator.loop.applier import CREATE_ONLY_REFUSED, CREATE_ONLY_VERSION, OperatorKube
-from sleuth.operator.loop.metrics import OperatorMetrics
+from sleuth.operator.loop.applier import CREATE_ONLY_REFUSED, CREATE_ONLY_VERSION
 from sleuth.operator.loop.watchcache import WatchCache
 from sleuth.operator.render.meta import Owner
 from sleuth.operator.status import Cond
+from tests.operator.applier_kit import InMemoryApi, Request
 
 pytestmark = pytest.mark.unit
 
@@ -27,49 +26,36 @@ NS = "team-a"
 OWNER = Owner(kind="EvalSchedule", name="weekly", namespace=NS, uid="uid-weekly")
 
 
-class Apiserver(OperatorKube):
-    """OperatorKube over an in-memory store that answers as the apiserver does: an apply whose
-    resourceVersion differs from the live object's is a 409 Conflict."""
+class Apiserver(InMemoryApi):
+    """Answers as the apiserver does: an apply whose resourceVersion differs from the live
+    object's is a 409 Conflict."""
 
     def __init__(self, cache: WatchCache) -> None:
-        super().__init__(object(), cache, OperatorMetrics(CollectorRegistry()))
-        self.store: dict[str, dict[str, Any]] = {}
+        super().__init__(cache, version=100)
         self.requests: list[tuple[str, str]] = []
-        self.version = 100
 
-    def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: list[tuple[str, str]] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        accept: str = "application/json",
-    ) -> dict[str, Any] | None:
-        self.requests.append((method, path.rsplit("/", 1)[-1]))
-        if method == "GET":
-            return copy.deepcopy(self.store.get(path))
-        assert method == "PATCH"
+    def answer(self, request: Request) -> dict[str, Any] | None:
+        path = request.path
+        self.requests.append((request.method, path.rsplit("/", 1)[-1]))
+        if request.method == "GET":
+            return self.read(path)
+        assert request.method == "PATCH"
         live = self.store.get(path)
-        wanted = body["metadata"].get("resourceVersion")
+        wanted = request.body["metadata"].get("resourceVersion")
         if (
             live is not None
             and wanted is not None
             and wanted != live["metadata"]["resourceVersion"]
         ):
             raise KubeConflict(f"Operation cannot be fulfilled on {path}", reason="Conflict")
-        self.version += 1
-        obj = json.loads(json.dumps({**(live or {}), **body}))
-        obj["metadata"]["resourceVersion"] = str(self.version)
+        obj = json.loads(json.dumps({**(live or {}), **request.body}))
+        self.stamp(obj)
         obj["metadata"].setdefault("uid", "u-" + obj["metadata"]["name"])
-        self.store[path] = obj
-        return copy.deepcopy(obj)
+        return self.keep(path, obj)
 
     def put(self, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
-        self.version += 1
-        meta["resourceVersion"] = str(self.version)
+        self.stamp(obj)
         self.store[SERVICE_ACCOUNT.path(meta["namespace"], meta["name"])] = obj
 
 
@@ -179,13 +165,13 @@ def test_after_a_conflict_nothing_later_is_applied_and_the_owner_says_why() -> N
 class OldServices(Apiserver):
     """An apiserver whose Service create path refuses any resourceVersion (HTTP 500)."""
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any] | None:
-        body = kwargs.get("body")
-        refused = method == "PATCH" and "/services/" in path and path not in self.store
-        if refused and body["metadata"].get("resourceVersion"):
-            self.requests.append((method, path.rsplit("/", 1)[-1]))
+    def answer(self, request: Request) -> dict[str, Any] | None:
+        path = request.path
+        refused = request.method == "PATCH" and "/services/" in path and path not in self.store
+        if refused and request.body["metadata"].get("resourceVersion"):
+            self.requests.append((request.method, path.rsplit("/", 1)[-1]))
             raise KubeRetryable(f"PATCH {path}: HTTP 500: {CREATE_ONLY_REFUSED}")
-        return super()._request(method, path, **kwargs)
+        return super().answer(request)
 
 
 def test_a_kind_whose_creates_refuse_a_version_is_read_before_its_first_write() -> None:

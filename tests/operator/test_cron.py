@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sleuth.core.api.v1alpha1.evalschedule import check_cron
+from sleuth.core.api.v1alpha1.cronschedule import check_cron
 from sleuth.operator.render.cron import (
     MONTHS,
     WEEKDAYS,

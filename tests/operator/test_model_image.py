@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec
-from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
+from sleuth.core.api.v1alpha1.serving import DEFAULT_VLLM_IMAGE
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.model import render_model
 from sleuth.operator.settings import settings_from_env
@@ -54,7 +54,7 @@ def test_the_default_vllm_image_is_pinned_by_digest_past_the_fixed_release() -> 
 
     import yaml
 
-    from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_RELEASE
+    from sleuth.core.api.v1alpha1.serving import DEFAULT_VLLM_RELEASE
     from tests.support.paths import ROOT
 
     assert re.fullmatch(r"docker\.io/vllm/vllm-openai@sha256:[0-9a-f]{64}", DEFAULT_VLLM_IMAGE)

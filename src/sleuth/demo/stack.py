@@ -33,7 +33,7 @@ from sleuth.agent.cache import ToolCache
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.router import RouterModel
 from sleuth.agent.toolrun import BoundTool, ToolRunner
-from sleuth.core.api.v1alpha1.toolbinding import SqlParameter, SqlTemplate
+from sleuth.core.api.v1alpha1.sqlquery import SqlParameter, SqlTemplate
 from sleuth.core.embeddings import LocalEmbedder
 from sleuth.core.guided import GuidedFormat, ToolCalling
 from sleuth.core.llm import ChatModel, OpenAIChatModel

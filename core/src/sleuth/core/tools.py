@@ -184,6 +184,12 @@ def with_description(spec: ToolSpec, description: str | None) -> ToolSpec:
     return replace(spec, description=description.strip())
 
 
+def bound_spec(spec: ToolSpec, name: str, description: str | None) -> ToolSpec:
+    """``spec`` under the function name a binding gives the tool, with its description override
+    (:func:`with_description`)."""
+    return replace(with_description(spec, description), name=name)
+
+
 def sql_description_for(tables: tuple[str, ...] | list[str], base: str | None = None) -> str:
     """The sql_query description completed with the allowlisted table names the model may use."""
     text = SQL_QUERY.description if base is None else base

@@ -20,7 +20,7 @@ import kopf
 from kopf._core.engines.peering import Identity  # a NewType of str, not re-exported
 
 import sleuth.operator.handlers  # noqa: F401  (registers the handlers)
-from sleuth.operator.apiserver import api_server_from_flags, discover_api_server
+from sleuth.operator.apiserver import discover_api_server
 from sleuth.operator.controller import Controller, OperatorSettings
 from sleuth.operator.issuer import discover_issuer
 from sleuth.operator.loop.leader import default_identity, lead
@@ -29,41 +29,19 @@ from sleuth.operator.loop.runtime import LoopSettings
 from sleuth.operator.loop.scope import restrict_to_namespaces
 from sleuth.operator.loop.workqueue import Backoff
 from sleuth.operator.monitoring import MonitoringSettingsError, rule_labels, series_namespace_label
-from sleuth.operator.render.netpol import parse_peers
-from sleuth.operator.render.tracing import TracingDefaults
-from sleuth.operator.settings import (
-    allowlist_settings,
-    autoscaling_settings,
-    image_pull_settings,
-    settings_from_env,
-)
+from sleuth.operator.settings import allowlist_settings, flag_settings
 
 
 def operator_settings(
     args: argparse.Namespace, environ: Mapping[str, str] = os.environ
 ) -> OperatorSettings:
     """The controller's settings from the parsed arguments (flags win over the environment)."""
-    env = dict(environ)
-    if args.image:
-        env["SLEUTH_IMAGE"] = args.image
-    if args.model_image:
-        env["SLEUTH_MODEL_IMAGE"] = args.model_image
     try:
-        render = settings_from_env(env, args.workload_placement or "")
-    except (ValueError, AttributeError, TypeError) as err:
-        raise SystemExit(f"sleuth operator: --workload-placement: not valid JSON: {err}") from None
+        render = flag_settings(args, environ)
+    except ValueError as err:
+        raise SystemExit(f"sleuth operator: {err}") from None
     if args.workers < 1:
         raise SystemExit("sleuth operator: --workers: must be at least 1")
-    try:
-        tracing = TracingDefaults(
-            args.tracing_endpoint, args.tracing_sampling_ratio, args.tracing_capture_content
-        )
-    except ValueError as err:
-        raise SystemExit(f"sleuth operator: --tracing-*: {err}") from None
-    try:
-        peers = parse_peers(args.network_policy_metrics_from or "")
-    except ValueError as err:
-        raise SystemExit(f"sleuth operator: --network-policy-metrics-from: {err}") from None
     try:
         labels = rule_labels(args.prometheus_rule_label or ())
     except MonitoringSettingsError as err:
@@ -80,24 +58,11 @@ def operator_settings(
         shutdown_seconds=args.shutdown_seconds,
         backoff=Backoff(base=args.backoff_base_seconds, cap=args.backoff_max_seconds),
     )
-    try:
-        scaling = autoscaling_settings(args)
-        api_server = api_server_from_flags(
-            list(getattr(args, "api_server_cidr", None) or ()),
-            getattr(args, "api_server_port", None),
-        )
-    except ValueError as err:
-        raise SystemExit(f"sleuth operator: {err}") from None
     render = dataclasses.replace(
         render,
-        **scaling,
-        tracing=tracing,
-        metrics_peers=peers,
         rule_labels=labels,
         series_namespace_label=namespace_label,
         **allowlist_settings(args),
-        **image_pull_settings(args),
-        api_server=api_server,
     )
     return OperatorSettings(loop=loop, render=render)
 

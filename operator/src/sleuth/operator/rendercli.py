@@ -36,7 +36,6 @@ import yaml
 from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentSpec
 from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleSpec
 from sleuth.core.api.v1alpha1.kinds import AGENT_DEPLOYMENT, EVAL_SCHEDULE, TOOL_BINDING
-from sleuth.operator.apiserver import api_server_from_flags
 from sleuth.operator.bindings import bindings_for
 from sleuth.operator.errors import InvalidSpec
 from sleuth.operator.reconcile_common import owner_of, parse_spec
@@ -44,15 +43,13 @@ from sleuth.operator.reconcile_eval import check_fires, eval_target
 from sleuth.operator.reconcile_tool import agent_tracing
 from sleuth.operator.render.meta import Manifest, RenderSettings
 from sleuth.operator.render.model import model_endpoint
-from sleuth.operator.render.netpol import parse_peers
 from sleuth.operator.render.owned import (
     agent_children,
     eval_access_children,
     eval_run_children,
     tool_children,
 )
-from sleuth.operator.render.tracing import TracingDefaults
-from sleuth.operator.settings import autoscaling_settings, image_pull_settings, settings_from_env
+from sleuth.operator.settings import flag_settings
 
 KINDS = (AGENT_DEPLOYMENT.kind, TOOL_BINDING.kind, EVAL_SCHEDULE.kind)
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -227,46 +224,10 @@ def _eval_children(
 
 def render_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> RenderSettings:
     """The chart's settings from the flags (the ones ``sleuth operator`` takes)."""
-    env = dict(environ)
-    if args.image:
-        env["SLEUTH_IMAGE"] = args.image
-    if args.model_image:
-        env["SLEUTH_MODEL_IMAGE"] = args.model_image
     try:
-        settings = settings_from_env(env, args.workload_placement or "")
-    except (ValueError, AttributeError, TypeError) as err:
-        raise RenderError(f"--workload-placement: not valid JSON: {err}") from None
-    try:
-        tracing = TracingDefaults(
-            args.tracing_endpoint, args.tracing_sampling_ratio, args.tracing_capture_content
-        )
-    except ValueError as err:
-        raise RenderError(f"--tracing-*: {err}") from None
-    peers = metrics_peers(args.network_policy_metrics_from or "")
-    try:
-        scaling = autoscaling_settings(args)
-        api_server = api_server_from_flags(
-            list(getattr(args, "api_server_cidr", None) or ()),
-            getattr(args, "api_server_port", None),
-        )
+        return flag_settings(args, environ)
     except ValueError as err:
         raise RenderError(str(err)) from None
-    return dataclasses.replace(
-        settings,
-        tracing=tracing,
-        metrics_peers=peers,
-        api_server=api_server,
-        **scaling,
-        **image_pull_settings(args),
-    )
-
-
-def metrics_peers(text: str) -> list[dict[str, Any]]:
-    """``--network-policy-metrics-from``: a JSON list of NetworkPolicy peers; empty: none."""
-    try:
-        return parse_peers(text)
-    except ValueError as err:
-        raise RenderError(f"--network-policy-metrics-from: {err}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -284,4 +245,4 @@ def run(args: argparse.Namespace) -> int:
     return 1 if rendered.refused else 0
 
 
-__all__ = ["RenderError", "Rendered", "metrics_peers", "read_inputs", "render_objects", "run"]
+__all__ = ["RenderError", "Rendered", "read_inputs", "render_objects", "run"]

@@ -13,7 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from sleuth.core.api.v1alpha1.allowlists import Allowlists
+from sleuth.core.api.v1alpha1.common import URL_PATTERN
+from sleuth.operator.apiserver import api_server_from_flags
 from sleuth.operator.render.meta import PULL_POLICIES, RenderSettings
+from sleuth.operator.render.netpol import parse_peers
+from sleuth.operator.render.tracing import TracingDefaults
 
 
 def settings_from_env(
@@ -46,11 +50,48 @@ def workload_placement(text: str) -> dict[str, Any]:
     }
 
 
+def flag_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> RenderSettings:
+    """The render settings that ``sleuth operator`` and ``sleuth render`` both take from their
+    flags: ``--image`` and ``--model-image`` (over the environment), ``--workload-placement``,
+    ``--tracing-*``, ``--network-policy-metrics-from``, the autoscaling and image pull flags,
+    ``--api-server-cidr``/``--api-server-port``. ValueError names the flag at fault."""
+    env = dict(environ)
+    if args.image:
+        env["SLEUTH_IMAGE"] = args.image
+    if args.model_image:
+        env["SLEUTH_MODEL_IMAGE"] = args.model_image
+    try:
+        settings = settings_from_env(env, args.workload_placement or "")
+    except (ValueError, AttributeError, TypeError) as err:
+        raise ValueError(f"--workload-placement: not valid JSON: {err}") from None
+    try:
+        tracing = TracingDefaults(
+            args.tracing_endpoint, args.tracing_sampling_ratio, args.tracing_capture_content
+        )
+    except ValueError as err:
+        raise ValueError(f"--tracing-*: {err}") from None
+    try:
+        peers = parse_peers(args.network_policy_metrics_from or "")
+    except ValueError as err:
+        raise ValueError(f"--network-policy-metrics-from: {err}") from None
+    api_server = api_server_from_flags(
+        list(getattr(args, "api_server_cidr", None) or ()), getattr(args, "api_server_port", None)
+    )
+    return dataclasses.replace(
+        settings,
+        tracing=tracing,
+        metrics_peers=peers,
+        api_server=api_server,
+        **autoscaling_settings(args),
+        **image_pull_settings(args),
+    )
+
+
 def autoscaling_settings(args: argparse.Namespace) -> dict[str, Any]:
     """``--autoscaler`` and ``--prometheus-address`` as RenderSettings fields; an address that
     is no http(s) URL ends the command with a message naming the flag."""
     address = str(getattr(args, "prometheus_address", "") or "").rstrip("/")
-    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", address):
+    if not re.fullmatch(URL_PATTERN, address):
         raise ValueError(f"--prometheus-address: not an http(s) URL: {address[:200]!r}")
     return {"autoscaler": getattr(args, "autoscaler", "keda"), "prometheus_address": address}
 

@@ -29,7 +29,8 @@ from urllib.parse import urlsplit
 import asyncpg
 from qdrant_client import AsyncQdrantClient
 
-from sleuth.core.api.v1alpha1.toolbinding import EMBEDDED_QDRANT_MOUNT, ToolBindingSpec
+from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
+from sleuth.core.api.v1alpha1.vectorsearch import EMBEDDED_QDRANT_MOUNT
 from sleuth.core.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
 from sleuth.core.errors import ConfigError
 from sleuth.core.sql.guard import GuardPolicy

@@ -75,7 +75,7 @@ from sleuth.core.api.fields import (
     ToolName,
     ToolTimeoutSeconds,
 )
-from sleuth.core.api.v1alpha1.agentdeployment import A2ASpec
+from sleuth.core.api.v1alpha1.agent import A2ASpec
 from sleuth.core.api.v1alpha1.approval import ApprovalSpec
 from sleuth.core.api.v1alpha1.limits import AgentLimitsSpec
 from sleuth.core.api.v1alpha1.onlineeval import EmbeddingsChoice, OnlineEvalSettings
@@ -272,7 +272,7 @@ class OnlineEvalConfig(OnlineEvalSettings):
 class A2AConfig(A2ASpec):
     """The agent as an A2A agent: its card at ``/.well-known/agent-card.json``, its JSON-RPC
     endpoint (send, stream, get, cancel) at ``/a2a``, beside the OpenAI API on the same port.
-    The spec's settings (:class:`~sleuth.core.api.v1alpha1.agentdeployment.A2ASpec`) and the URL
+    The spec's settings (:class:`~sleuth.core.api.v1alpha1.agent.A2ASpec`) and the URL
     the operator gives it."""
 
     public_url: AnyHttpUrl | None = Field(

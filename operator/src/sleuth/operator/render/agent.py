@@ -27,13 +27,12 @@ from sleuth.core.api.agent_config import (
     OnlineEvalJudgeConfig,
     ToolConfig,
 )
-from sleuth.core.api.v1alpha1.agentdeployment import (
-    SINGLE_CALL_PARSERS,
-    A2ASpec,
-    AgentDeploymentSpec,
-)
+from sleuth.core.api.v1alpha1.agent import A2ASpec
+from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentSpec
 from sleuth.core.api.v1alpha1.onlineeval import OnlineEvalSettings, OnlineEvalSpec
-from sleuth.core.api.v1alpha1.toolbinding import EmbeddingSpec, ToolBindingSpec
+from sleuth.core.api.v1alpha1.parsers import SINGLE_CALL_PARSERS
+from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
+from sleuth.core.api.v1alpha1.vectorsearch import EmbeddingSpec
 from sleuth.operator.render.access import access_config, access_volumes
 from sleuth.operator.render.autoscale import agent_replicas, agent_scaler, model_scaled
 from sleuth.operator.render.meta import (

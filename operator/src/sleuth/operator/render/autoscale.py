@@ -38,7 +38,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentSpec, ModelSpec
+from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentSpec
+from sleuth.core.api.v1alpha1.model import ModelSpec
 from sleuth.core.names import (
     AGENT_IN_FLIGHT,
     AGENT_LABEL,

@@ -1,7 +1,7 @@
 """A small cron expander: the longest gap between consecutive fire times of a schedule.
 
 It reads the five-field schedules an EvalSchedule accepts (see
-:func:`sleuth.core.api.v1alpha1.evalschedule.check_cron`) the way the Kubernetes CronJob controller
+:func:`sleuth.core.api.v1alpha1.cronschedule.check_cron`) the way the Kubernetes CronJob controller
 does: ``*`` and ``?``, numbers, ``a-b`` ranges, ``/step`` (``n/step`` runs from ``n`` to the
 field's maximum), comma lists, month and weekday names, and 7 for Sunday. When both day of month
 and day of week are restricted, a day matching either fires; when either is unrestricted (``*``

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleSpec
+from sleuth.core.api.v1alpha1.evalruns import ToolSelectionSpec
+from sleuth.core.api.v1alpha1.evalschedule import DatasetSpec, EvalScheduleSpec
 from sleuth.operator.render.access import agent_audience
 from sleuth.operator.render.meta import Manifest, Owner
 
@@ -18,29 +19,45 @@ RUN_ID_ENV = "SLEUTH_EVAL_RUN_ID"  # what `sleuth eval` reads its --run-id defau
 SHARD_ARG = "$(JOB_COMPLETION_INDEX)"  # expanded by the kubelet in Indexed Jobs' pods
 
 
+Source = DatasetSpec | ToolSelectionSpec
+"""A file the run reads: in a ConfigMap or on a claim (the model validator: exactly one)."""
+
+
+def _source_volume(name: str, source: Source) -> Manifest:
+    """The source's volume, read-only."""
+    if source.config_map_ref is not None:
+        return {"name": name, "configMap": {"name": source.config_map_ref.name}}
+    assert source.persistent_volume_claim is not None
+    return {
+        "name": name,
+        "persistentVolumeClaim": {
+            "claimName": source.persistent_volume_claim.claim_name,
+            "readOnly": True,
+        },
+    }
+
+
+def _source_path(folder: str, source: Source) -> str:
+    """Where the source's file is, inside the eval pod, when its volume is mounted at folder."""
+    if source.config_map_ref is not None:
+        return str(PurePosixPath(folder) / source.config_map_ref.key)
+    assert source.persistent_volume_claim is not None
+    return str(PurePosixPath(folder) / source.persistent_volume_claim.path)
+
+
+def _cases(spec: EvalScheduleSpec) -> ToolSelectionSpec:
+    assert spec.tool_selection is not None  # the spec's validator: TSA is scored only with them
+    return spec.tool_selection
+
+
 def golden_path(spec: EvalScheduleSpec) -> str:
     """Where the golden JSONL is, inside the eval pod."""
-    ds = spec.dataset
-    if ds.config_map_ref is not None:
-        return str(PurePosixPath(DATASET_DIR) / ds.config_map_ref.key)
-    assert ds.persistent_volume_claim is not None  # the model validator guarantees one source
-    return str(PurePosixPath(DATASET_DIR) / ds.persistent_volume_claim.path)
+    return _source_path(DATASET_DIR, spec.dataset)
 
 
 def cases_volume(spec: EvalScheduleSpec) -> Manifest:
     """The TSA cases, read-only: a ConfigMap or a claim."""
-    cases = spec.tool_selection
-    assert cases is not None
-    if cases.config_map_ref is not None:
-        return {"name": "tsa-cases", "configMap": {"name": cases.config_map_ref.name}}
-    assert cases.persistent_volume_claim is not None
-    return {
-        "name": "tsa-cases",
-        "persistentVolumeClaim": {
-            "claimName": cases.persistent_volume_claim.claim_name,
-            "readOnly": True,
-        },
-    }
+    return _source_volume("tsa-cases", _cases(spec))
 
 
 def results_volume(spec: EvalScheduleSpec) -> Manifest:
@@ -52,17 +69,7 @@ def results_volume(spec: EvalScheduleSpec) -> Manifest:
 
 def dataset_volume(spec: EvalScheduleSpec) -> Manifest:
     """The golden set, read-only: a ConfigMap or a claim."""
-    ds = spec.dataset
-    if ds.config_map_ref is not None:
-        return {"name": "dataset", "configMap": {"name": ds.config_map_ref.name}}
-    assert ds.persistent_volume_claim is not None
-    return {
-        "name": "dataset",
-        "persistentVolumeClaim": {
-            "claimName": ds.persistent_volume_claim.claim_name,
-            "readOnly": True,
-        },
-    }
+    return _source_volume("dataset", spec.dataset)
 
 
 def report_args(spec: EvalScheduleSpec, schedule: str, part: str) -> list[str]:
@@ -87,12 +94,7 @@ def report_args(spec: EvalScheduleSpec, schedule: str, part: str) -> list[str]:
 
 def tsa_cases_path(spec: EvalScheduleSpec) -> str:
     """Where the TSA cases are, inside the eval pod."""
-    cases = spec.tool_selection
-    assert cases is not None  # the spec's validator: TSA is scored only with its cases
-    if cases.config_map_ref is not None:
-        return str(PurePosixPath(CASES_DIR) / cases.config_map_ref.key)
-    assert cases.persistent_volume_claim is not None
-    return str(PurePosixPath(CASES_DIR) / cases.persistent_volume_claim.path)
+    return _source_path(CASES_DIR, _cases(spec))
 
 
 def agent_token_volume(owner: Owner, agent_name: str) -> Manifest:

@@ -8,9 +8,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sleuth.core.api.v1alpha1.agentdeployment import DEFAULT_VLLM_IMAGE
 from sleuth.core.api.v1alpha1.allowlists import Allowlists
 from sleuth.core.api.v1alpha1.common import API_VERSION, Resources
+from sleuth.core.api.v1alpha1.serving import DEFAULT_VLLM_IMAGE
 from sleuth.operator.render.tracing import TracingDefaults
 
 Component = Literal["model", "agent", "tool", "eval"]

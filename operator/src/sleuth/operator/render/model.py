@@ -14,7 +14,8 @@ request without it as a bearer token; the agent and the eval Jobs send the same 
 
 from __future__ import annotations
 
-from sleuth.core.api.v1alpha1.agentdeployment import ModelSpec
+from sleuth.core.api.v1alpha1.model import ModelSpec
+from sleuth.core.api.v1alpha1.serving import GPU_RESOURCE
 from sleuth.operator.render.autoscale import model_replicas
 from sleuth.operator.render.meta import (
     Manifest,
@@ -31,7 +32,6 @@ from sleuth.operator.render.meta import (
     service_url,
 )
 
-GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 HOME = "/home/vllm"  # an emptyDir: every path vLLM writes besides /tmp and /dev/shm
 CACHE_PATH = f"{HOME}/.cache/huggingface"

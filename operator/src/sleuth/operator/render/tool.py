@@ -18,8 +18,9 @@ from typing import Any
 import yaml
 
 from sleuth.core.api.v1alpha1.common import SecretKeyRef
-from sleuth.core.api.v1alpha1.toolbinding import EMBEDDED_QDRANT_MOUNT, ToolBindingSpec
+from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
 from sleuth.core.api.v1alpha1.tracing import TracingSpec
+from sleuth.core.api.v1alpha1.vectorsearch import EMBEDDED_QDRANT_MOUNT
 from sleuth.core.tools import default_description, sql_description_for
 from sleuth.operator.render.meta import (
     Manifest,

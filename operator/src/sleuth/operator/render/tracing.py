@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sleuth.core.api.v1alpha1.evalschedule import URL_PATTERN
+from sleuth.core.api.v1alpha1.common import URL_PATTERN
 from sleuth.core.api.v1alpha1.tracing import TracingSpec
 
 # The sampler every rendered pod uses: a fraction of new traces, and every request that arrives

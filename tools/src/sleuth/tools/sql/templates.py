@@ -15,7 +15,7 @@ import asyncpg
 from opentelemetry import trace
 
 from sleuth.core import spans
-from sleuth.core.api.v1alpha1.toolbinding import SqlParameter, SqlTemplate
+from sleuth.core.api.v1alpha1.sqlquery import SqlParameter, SqlTemplate
 from sleuth.core.errors import ConfigError
 from sleuth.core.sql.guard import CheckedQuery, GuardPolicy, SqlRejected, check_sql
 from sleuth.core.tools import ToolSpec

@@ -9,7 +9,7 @@ table read.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import asyncpg
@@ -17,7 +17,7 @@ from opentelemetry import trace
 
 from sleuth.core import spans
 from sleuth.core.sql.guard import CheckedQuery, GuardPolicy, SqlRejected, check_sql
-from sleuth.core.tools import SQL_QUERY, ToolSpec, sql_description_for, with_description
+from sleuth.core.tools import SQL_QUERY, ToolSpec, bound_spec, sql_description_for
 from sleuth.tools.base import Citation, ToolArgumentError, ToolOutput
 from sleuth.tools.sql.executor import QueryResult, SqlLimits, run_readonly
 
@@ -77,16 +77,10 @@ class SqlQueryTool:
         self._config = config
         self._policy = config.policy
         self._owns_pool = owns_pool
-        base = with_description(SQL_QUERY, config.description)
-        if config.description is None:
-            base = ToolSpec(
-                name=config.name,
-                description=sql_description_for(list(config.allowed_tables)),
-                parameters=SQL_QUERY.parameters,
-            )
-        self._spec = ToolSpec(
-            name=config.name, description=base.description, parameters=base.parameters
-        )
+        base = SQL_QUERY
+        if config.description is None:  # the default, completed with the allowed tables
+            base = replace(SQL_QUERY, description=sql_description_for(list(config.allowed_tables)))
+        self._spec = bound_spec(base, config.name, config.description)
 
     @classmethod
     async def connect(cls, dsn: str, config: SqlToolConfig) -> SqlQueryTool:

@@ -20,7 +20,7 @@ from qdrant_client import AsyncQdrantClient
 
 from sleuth.core import spans
 from sleuth.core.embeddings import Embedder, EmbeddingsUnavailable
-from sleuth.core.tools import VECTOR_SEARCH, ToolSpec, with_description
+from sleuth.core.tools import VECTOR_SEARCH, ToolSpec, bound_spec
 from sleuth.tools.base import (
     Citation,
     ToolArgumentError,
@@ -89,10 +89,7 @@ class VectorSearchTool:
         self._config = config
         self._owns_client = owns_client
         self._retriever = Retriever(client, config.collection, config.retrieval, reranker)
-        base = with_description(VECTOR_SEARCH, config.description)
-        self._spec = ToolSpec(
-            name=config.name, description=base.description, parameters=base.parameters
-        )
+        self._spec = bound_spec(VECTOR_SEARCH, config.name, config.description)
 
     @property
     def spec(self) -> ToolSpec:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sleuth.core.errors import ConfigError
-from sleuth.core.tools import WEB_SEARCH, ToolSpec, with_description
+from sleuth.core.tools import WEB_SEARCH, ToolSpec, bound_spec
 from sleuth.tools.base import (
     Citation,
     ToolArgumentError,
@@ -50,10 +50,7 @@ class WebSearchTool:
             )
         self._provider = provider
         self._config = config
-        base = with_description(WEB_SEARCH, config.description)
-        self._spec = ToolSpec(
-            name=config.name, description=base.description, parameters=base.parameters
-        )
+        self._spec = bound_spec(WEB_SEARCH, config.name, config.description)
 
     @property
     def spec(self) -> ToolSpec:

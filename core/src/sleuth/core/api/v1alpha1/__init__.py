@@ -1,14 +1,10 @@
 """API version ``sleuth.dev/v1alpha1``: AgentDeployment, ToolBinding and EvalSchedule."""
 
+from sleuth.core.api.v1alpha1.agent import AgentSpec
 from sleuth.core.api.v1alpha1.agentdeployment import (
     AgentDeploymentSpec,
     AgentDeploymentStatus,
-    AgentSpec,
     BoundTool,
-    GpuSpec,
-    ModelCache,
-    ModelSpec,
-    derive_tool_call_parser,
 )
 from sleuth.core.api.v1alpha1.common import (
     API_VERSION,
@@ -20,14 +16,13 @@ from sleuth.core.api.v1alpha1.common import (
     SecretKeyRef,
 )
 from sleuth.core.api.v1alpha1.evalschedule import EvalScheduleSpec, EvalScheduleStatus
-from sleuth.core.api.v1alpha1.toolbinding import (
-    SqlQuerySpec,
-    SqlTemplate,
-    ToolBindingSpec,
-    ToolBindingStatus,
-    VectorSearchSpec,
-    WebSearchSpec,
-)
+from sleuth.core.api.v1alpha1.model import ModelSpec
+from sleuth.core.api.v1alpha1.parsers import derive_tool_call_parser
+from sleuth.core.api.v1alpha1.serving import GpuSpec, ModelCache
+from sleuth.core.api.v1alpha1.sqlquery import SqlQuerySpec, SqlTemplate
+from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec, ToolBindingStatus
+from sleuth.core.api.v1alpha1.vectorsearch import VectorSearchSpec
+from sleuth.core.api.v1alpha1.websearch import WebSearchSpec
 
 __all__ = [
     "API_VERSION",

@@ -6,7 +6,7 @@ carries a description: it is what ``kubectl explain`` prints, through the genera
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from pydantic.alias_generators import to_camel
@@ -19,9 +19,34 @@ API_VERSION = f"{GROUP}/{VERSION}"
 
 # Kubernetes object names used as references (RFC 1123 subdomain, the common case).
 DNS_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+# A relative path inside a volume, without '..'.
+RELATIVE_PATH = r"^[^/.]([^.]|\.[^.]|\.$)*$"
+
+ObjectName = Annotated[str, Field(min_length=1, max_length=253, pattern=DNS_NAME)]
+"""The name of an object in the same namespace."""
+DataKey = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$")]
+"""A key of a ConfigMap's or a Secret's data."""
+VolumePath = Annotated[str, Field(min_length=1, max_length=1024, pattern=RELATIVE_PATH)]
+"""A file inside a mounted PersistentVolumeClaim (relative, no '..')."""
+
+# An http or https URL: every endpoint field (:mod:`.specpaths` finds them by this pattern).
+URL_PATTERN = r"^https?://[^\s/]+(/\S*)?$"
 # A URL that must use TLS (a JWKS: the keys that decide who gets in). Like every URL field it is
 # an endpoint the allowlists check (:mod:`.specpaths` finds it by this pattern).
 HTTPS_URL_PATTERN = r"^https://[^\s/]+(/\S*)?$"
+
+
+def exactly_one_message(path: str, first: str, second: str) -> str:
+    """The refusal of an object at ``path`` that sets both of two fields, or neither."""
+    return f"{path}: set exactly one of {first} and {second}"
+
+
+def exactly_one_rule(path: str, first: str, second: str) -> dict[str, JsonValue]:
+    """CEL: exactly one of the two (camelCase) fields is set."""
+    return {
+        "rule": f"has(self.{first}) != has(self.{second})",
+        "message": exactly_one_message(path, first, second),
+    }
 
 
 class SpecModel(BaseModel):
@@ -209,14 +234,21 @@ __all__ = [
     "DNS_NAME",
     "GROUP",
     "HTTPS_URL_PATTERN",
+    "RELATIVE_PATH",
+    "URL_PATTERN",
     "VERSION",
     "Condition",
     "ConditionStatus",
     "ConditionType",
+    "DataKey",
     "LocalObjectRef",
+    "ObjectName",
     "Quantity",
     "Resources",
     "SecretKeyRef",
     "SpecModel",
     "StatusModel",
+    "VolumePath",
+    "exactly_one_message",
+    "exactly_one_rule",
 ]

@@ -15,40 +15,35 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from sleuth.core.api.v1alpha1.common import DNS_NAME, SpecModel
+from sleuth.core.api.v1alpha1.common import (
+    DataKey,
+    ObjectName,
+    SpecModel,
+    VolumePath,
+    exactly_one_message,
+    exactly_one_rule,
+)
 
-RELATIVE_PATH = r"^[^/.]([^.]|\.[^.]|\.$)*$"  # relative, no '..'
 Split = Literal["dev", "test", "all"]
+# The two places a run's input may come from; a spec sets exactly one.
+SOURCES = ("configMapRef", "persistentVolumeClaim")
 
 
 class CasesConfigMap(SpecModel):
     """TSA cases in a ConfigMap."""
 
-    name: str = Field(
-        min_length=1, max_length=253, pattern=DNS_NAME, description="Name of the ConfigMap."
-    )
-    key: str = Field(
-        min_length=1,
-        max_length=253,
-        pattern=r"^[-._a-zA-Z0-9]+$",
-        description="Key holding the TSA cases, one JSON object a line (docs/evals.md).",
+    name: ObjectName = Field(description="Name of the ConfigMap.")
+    key: DataKey = Field(
+        description="Key holding the TSA cases, one JSON object a line (docs/evals.md)."
     )
 
 
 class CasesClaim(SpecModel):
     """TSA cases on a PersistentVolumeClaim, mounted read-only."""
 
-    claim_name: str = Field(
-        min_length=1,
-        max_length=253,
-        pattern=DNS_NAME,
-        description="Name of the PersistentVolumeClaim.",
-    )
-    path: str = Field(
-        min_length=1,
-        max_length=1024,
-        pattern=RELATIVE_PATH,
-        description="Path of the TSA cases JSONL inside the claim (relative, no '..').",
+    claim_name: ObjectName = Field(description="Name of the PersistentVolumeClaim.")
+    path: VolumePath = Field(
+        description="Path of the TSA cases JSONL inside the claim (relative, no '..')."
     )
 
 
@@ -57,13 +52,7 @@ class ToolSelectionSpec(SpecModel):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "has(self.configMapRef) != has(self.persistentVolumeClaim)",
-                    "message": "spec.toolSelection: set exactly one of configMapRef and "
-                    "persistentVolumeClaim",
-                }
-            ]
+            "x-kubernetes-validations": [exactly_one_rule("spec.toolSelection", *SOURCES)]
         }
     )
 
@@ -81,19 +70,14 @@ class ToolSelectionSpec(SpecModel):
     @model_validator(mode="after")
     def _one_source(self) -> ToolSelectionSpec:
         if (self.config_map_ref is None) == (self.persistent_volume_claim is None):
-            raise ValueError(
-                "spec.toolSelection: set exactly one of configMapRef and persistentVolumeClaim"
-            )
+            raise ValueError(exactly_one_message("spec.toolSelection", *SOURCES))
         return self
 
 
 class ReportsSpec(SpecModel):
     """Where the runs keep their JSON and HTML reports."""
 
-    claim_name: str = Field(
-        min_length=1,
-        max_length=253,
-        pattern=DNS_NAME,
+    claim_name: ObjectName = Field(
         description="PersistentVolumeClaim (same namespace) the runs write to: "
         "<schedule>/<job>/<part>.json and .html, one folder per run. With spec.parallelism "
         "above 1 the pods may run on different nodes: a ReadWriteMany claim.",
@@ -107,6 +91,7 @@ class ReportsSpec(SpecModel):
 
 
 __all__ = [
+    "SOURCES",
     "CasesClaim",
     "CasesConfigMap",
     "ReportsSpec",

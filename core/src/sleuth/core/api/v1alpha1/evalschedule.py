@@ -8,20 +8,25 @@ stays below its threshold (defaults: the seed article's operational thresholds).
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from sleuth.core.api.fields import ModelName
 from sleuth.core.api.v1alpha1.common import (
-    DNS_NAME,
+    URL_PATTERN,
+    DataKey,
     LocalObjectRef,
+    ObjectName,
     Resources,
     SecretKeyRef,
     SpecModel,
+    VolumePath,
+    exactly_one_message,
+    exactly_one_rule,
 )
-from sleuth.core.api.v1alpha1.evalruns import ReportsSpec, ToolSelectionSpec
+from sleuth.core.api.v1alpha1.cronschedule import CRON_PATTERN, ZERO_STEP, check_cron
+from sleuth.core.api.v1alpha1.evalruns import SOURCES, ReportsSpec, Split, ToolSelectionSpec
 from sleuth.core.api.v1alpha1.evalstatus import (  # re-exported: the kind's status lives there
     EvalCounts,
     EvalPart,
@@ -58,48 +63,17 @@ DEFAULT_METRICS: tuple[EvalMetric, ...] = (
     "contextRecall",
 )
 
-URL_PATTERN = r"^https?://[^\s/]+(/\S*)?$"
 # A Prometheus duration of one unit, e.g. 30m, 90s, 1h.
 DURATION_PATTERN = r"^[0-9]+(ms|s|m|h|d|w)$"
 # The same, greater than zero: a range selector of 0 makes Prometheus refuse the whole rule group.
 POSITIVE_DURATION_PATTERN = r"^0*[1-9][0-9]*(ms|s|m|h|d|w)$"
-# A cron step of zero (``*/0``): the CronJob API refuses it.
-ZERO_STEP = r"/0*([^0-9]|$)"
-# Five cron fields (minute hour day-of-month month day-of-week); each digits, names, * / , - ?.
-CRON_FIELD = r"[-0-9A-Za-z*/,?]+"
-CRON_PATTERN = rf"^{CRON_FIELD}( +{CRON_FIELD}){{4}}$"
-_CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
-_CRON_NAMES = ("minute", "hour", "day of month", "month", "day of week")
-
-
-def check_cron(schedule: str) -> str:
-    """``schedule`` when it is five cron fields whose numbers are in range; ValueError otherwise."""
-    if not re.fullmatch(CRON_PATTERN, schedule):
-        raise ValueError(
-            f"schedule {schedule!r}: expected five cron fields "
-            "(minute hour day-of-month month day-of-week), e.g. '0 */6 * * *'"
-        )
-    for text, (low, high), what in zip(schedule.split(), _CRON_RANGES, _CRON_NAMES, strict=True):
-        for number in re.findall(r"[0-9]+", text):
-            value = int(number)
-            step = "/" + number in text
-            if not step and not low <= value <= high:
-                raise ValueError(f"schedule {schedule!r}: {what} {value} is outside {low}-{high}")
-    if re.search(ZERO_STEP, schedule):
-        raise ValueError(f"schedule {schedule!r}: a step (/n) must be at least 1")
-    return schedule
 
 
 class ConfigMapDataset(SpecModel):
     """A golden dataset in a ConfigMap, its frozen manifest under ``<key>.manifest.json``."""
 
-    name: str = Field(
-        min_length=1, max_length=253, pattern=DNS_NAME, description="Name of the ConfigMap."
-    )
-    key: str = Field(
-        min_length=1,
-        max_length=253,
-        pattern=r"^[-._a-zA-Z0-9]+$",
+    name: ObjectName = Field(description="Name of the ConfigMap.")
+    key: DataKey = Field(
         description="Key holding the golden JSONL; the key <key>.manifest.json must hold its "
         "frozen manifest.",
     )
@@ -108,16 +82,8 @@ class ConfigMapDataset(SpecModel):
 class PvcDataset(SpecModel):
     """A golden dataset on a PersistentVolumeClaim, mounted read-only."""
 
-    claim_name: str = Field(
-        min_length=1,
-        max_length=253,
-        pattern=DNS_NAME,
-        description="Name of the PersistentVolumeClaim.",
-    )
-    path: str = Field(
-        min_length=1,
-        max_length=1024,
-        pattern=r"^[^/.]([^.]|\.[^.]|\.$)*$",
+    claim_name: ObjectName = Field(description="Name of the PersistentVolumeClaim.")
+    path: VolumePath = Field(
         description="Path of the golden JSONL inside the claim (relative, no '..'); its frozen "
         "manifest <path>.manifest.json sits next to it.",
     )
@@ -127,15 +93,7 @@ class DatasetSpec(SpecModel):
     """The golden dataset: a ConfigMap or a PersistentVolumeClaim holding JSONL, and the split."""
 
     model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "has(self.configMapRef) != has(self.persistentVolumeClaim)",
-                    "message": "spec.dataset: set exactly one of configMapRef and "
-                    "persistentVolumeClaim",
-                }
-            ]
-        }
+        json_schema_extra={"x-kubernetes-validations": [exactly_one_rule("spec.dataset", *SOURCES)]}
     )
 
     config_map_ref: ConfigMapDataset | None = Field(
@@ -144,7 +102,7 @@ class DatasetSpec(SpecModel):
     persistent_volume_claim: PvcDataset | None = Field(
         default=None, description="PersistentVolumeClaim holding the golden JSONL."
     )
-    split: Literal["dev", "test", "all"] = Field(
+    split: Split = Field(
         default="test",
         description="Split whose questions are asked (default test: the frozen release split).",
     )
@@ -159,9 +117,7 @@ class DatasetSpec(SpecModel):
     @model_validator(mode="after")
     def _one_source(self) -> DatasetSpec:
         if (self.config_map_ref is None) == (self.persistent_volume_claim is None):
-            raise ValueError(
-                "spec.dataset: set exactly one of configMapRef and persistentVolumeClaim"
-            )
+            raise ValueError(exactly_one_message("spec.dataset", *SOURCES))
         return self
 
 
@@ -434,5 +390,4 @@ __all__ = [
     "RunOutcome",
     "Thresholds",
     "ToolSelectionSpec",
-    "check_cron",
 ]

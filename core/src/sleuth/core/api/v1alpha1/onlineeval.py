@@ -21,8 +21,8 @@ from sleuth.core.api.fields import (
     ScoringConcurrency,
     ScoringQueueSize,
 )
-from sleuth.core.api.v1alpha1.common import SpecModel
-from sleuth.core.api.v1alpha1.evalschedule import URL_PATTERN, JudgeSpec
+from sleuth.core.api.v1alpha1.common import URL_PATTERN, SpecModel
+from sleuth.core.api.v1alpha1.evalschedule import JudgeSpec
 from sleuth.core.names import AGENT_ONLINE_EVAL_DROPPED
 
 

@@ -19,8 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from sleuth.core.api.v1alpha1.common import HTTPS_URL_PATTERN
-from sleuth.core.api.v1alpha1.evalschedule import URL_PATTERN
+from sleuth.core.api.v1alpha1.common import HTTPS_URL_PATTERN, URL_PATTERN
 
 SECRET_REF_DEF = "SecretKeyRef"
 ENDPOINT_PATTERNS = (URL_PATTERN, HTTPS_URL_PATTERN)

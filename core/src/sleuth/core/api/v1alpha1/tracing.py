@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sleuth.core.api.v1alpha1.common import SecretKeyRef, SpecModel
-from sleuth.core.api.v1alpha1.evalschedule import URL_PATTERN
+from sleuth.core.api.v1alpha1.common import URL_PATTERN, SecretKeyRef, SpecModel
 
 
 class TracingSpec(SpecModel):
