@@ -7,6 +7,8 @@ The operator renders the file (:mod:`sleuth.core.api.agent_config`) from the spe
 
 from __future__ import annotations
 
+import inspect
+import sys
 import types
 import typing
 from typing import Annotated, Any
@@ -43,17 +45,15 @@ from sleuth.core.api.v1alpha1.access import (
     ServiceAccountSubject,
     TokenCaller,
 )
-from sleuth.core.api.v1alpha1.agentdeployment import (
-    A2ASpec,
-    AgentDeploymentSpec,
-    AgentSpec,
-    ModelSpec,
-)
+from sleuth.core.api.v1alpha1.agent import A2ASpec, AgentSpec
+from sleuth.core.api.v1alpha1.agentdeployment import AgentDeploymentSpec
 from sleuth.core.api.v1alpha1.approval import ApprovalMatch, ApprovalSpec
 from sleuth.core.api.v1alpha1.evalschedule import JudgeSpec
 from sleuth.core.api.v1alpha1.limits import AgentLimitsSpec
+from sleuth.core.api.v1alpha1.model import ModelSpec
 from sleuth.core.api.v1alpha1.onlineeval import OnlineEvalEmbeddings, OnlineEvalSpec
-from sleuth.core.api.v1alpha1.toolbinding import EmbeddingSpec, ToolBindingSpec
+from sleuth.core.api.v1alpha1.toolbinding import ToolBindingSpec
+from sleuth.core.api.v1alpha1.vectorsearch import EmbeddingSpec
 
 pytestmark = pytest.mark.unit
 
@@ -216,16 +216,18 @@ def test_the_module_holds_the_types() -> None:
     from sleuth.core.api import fields
 
     def declared(model: type[BaseModel], name: str) -> Any:
-        # typing caches `X | None` by equality: after another test built an equal Literal, the
-        # cached Optional would hold that one, not ours; the annotations are text (PEP 563), so
-        # with the caches cleared they are evaluated again from the modules' own names
-        for clear in typing._cleanups:  # type: ignore[attr-defined]
-            clear()
-        hints = typing.get_type_hints(model, include_extras=True)
-        hint = hints[name]
-        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-            (hint,) = [a for a in typing.get_args(hint) if a is not type(None)]
-        return hint
+        # The object the annotation names in its module. Not the member of an evaluated
+        # `X | None`: typing caches unions by equality, so that member may be an equal copy
+        # of X that an earlier import left in the cache.
+        owner = next(k for k in model.__mro__ if name in inspect.get_annotations(k))
+        text = inspect.get_annotations(owner)[name]
+        if not isinstance(text, str):
+            text = typing.get_type_hints(owner, include_extras=True)[name]
+            if isinstance(text, types.UnionType) or typing.get_origin(text) is typing.Union:
+                (text,) = [a for a in typing.get_args(text) if a is not type(None)]
+            return text
+        (named,) = [p.strip() for p in text.split("|") if p.strip() != "None"]
+        return eval(named, vars(sys.modules[owner.__module__]))
 
     shared_types = {v for k, v in vars(fields).items() if k[0].isupper() and k in fields.__all__}
     for spec, config in PAIRS:
