@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sleuth.core.cli import build_parser
-from sleuth.operator.apiserver import api_server_from_flags
+from sleuth.operator.settings import api_server_from_flags
 from tests.charts.chart_testkit import CHART, documents, find, operator_args, run_helm, template
 from tests.support.paths import ROOT
 

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 
 from sleuth.core.api.v1alpha1 import AgentDeploymentSpec
-from sleuth.operator.apiserver import api_server_from_flags, slice_api_server
+from sleuth.operator.apiserver import slice_api_server
 from sleuth.operator.reconcile_agent import _api_server_unknown
 from sleuth.operator.render import Owner, RenderSettings
 from sleuth.operator.render.agent import agent_config
 from sleuth.operator.render.meta import ApiServer
 from sleuth.operator.render.netpol_agent import agent_network_policy, api_server_unknown
+from sleuth.operator.settings import api_server_from_flags
 from sleuth.operator.status import Cond
 
 pytestmark = pytest.mark.unit

@@ -5,7 +5,8 @@ An agent that admits ServiceAccount tokens reads the cluster issuer's JWKS from 
 ClusterIP has been translated to an endpoint, so the agent's policy must admit the API server's
 own addresses and port (render/netpol_agent.py). The operator learns them once at start:
 
-1. from its flags ``--api-server-cidr`` (repeatable) and ``--api-server-port`` — the chart's
+1. from its flags ``--api-server-cidr`` (repeatable) and ``--api-server-port`` (read by
+   :func:`sleuth.operator.settings.api_server_from_flags`) — the chart's
    ``networkPolicy.apiServer`` — when given (a control plane behind a load balancer or on
    addresses that change: name the range);
 2. else from EndpointSlice ``default/kubernetes``, which the API servers keep up to date (the
@@ -31,26 +32,6 @@ log = logging.getLogger("sleuth.operator")
 ENDPOINT_SLICE = Resource("discovery.k8s.io/v1", "EndpointSlice", "endpointslices")
 SLICE_NAMESPACE, SLICE_NAME = "default", "kubernetes"
 HINT = "set the chart's networkPolicy.apiServer (--api-server-cidr, --api-server-port)"
-
-
-def api_server_from_flags(cidrs: list[str], port: int | None) -> ApiServer | None:
-    """The API server the flags name, None when they name none; :class:`ValueError` says which
-    flag is wrong."""
-    if not cidrs and port is None:
-        return None
-    if not cidrs or port is None:
-        raise ValueError("--api-server-cidr and --api-server-port go together: give both")
-    if not 1 <= port <= 65535:
-        raise ValueError(f"--api-server-port: {port} is not a port (1-65535)")
-    networks = []
-    for cidr in cidrs:
-        try:
-            networks.append(str(ipaddress.ip_network(cidr.strip(), strict=False)))
-        except ValueError:
-            raise ValueError(
-                f"--api-server-cidr: {cidr!r} is not an IP address range (e.g. 10.0.0.10/32)"
-            ) from None
-    return ApiServer(cidrs=tuple(dict.fromkeys(networks)), port=port)
 
 
 def slice_api_server(endpoint_slice: dict[str, Any]) -> ApiServer | None:
@@ -102,7 +83,6 @@ def discover_api_server(kube: Kube) -> ApiServer | None:
 
 __all__ = [
     "ENDPOINT_SLICE",
-    "api_server_from_flags",
     "discover_api_server",
     "slice_api_server",
 ]

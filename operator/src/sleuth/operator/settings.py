@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import ipaddress
 import json
 import os
 import re
@@ -14,8 +15,7 @@ from typing import Any
 
 from sleuth.core.api.v1alpha1.allowlists import Allowlists
 from sleuth.core.api.v1alpha1.common import URL_PATTERN
-from sleuth.operator.apiserver import api_server_from_flags
-from sleuth.operator.render.meta import PULL_POLICIES, RenderSettings
+from sleuth.operator.render.meta import PULL_POLICIES, ApiServer, RenderSettings
 from sleuth.operator.render.netpol import parse_peers
 from sleuth.operator.render.tracing import TracingDefaults
 
@@ -85,6 +85,26 @@ def flag_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Rende
         **autoscaling_settings(args),
         **image_pull_settings(args),
     )
+
+
+def api_server_from_flags(cidrs: list[str], port: int | None) -> ApiServer | None:
+    """The API server the flags name, None when they name none; :class:`ValueError` says which
+    flag is wrong."""
+    if not cidrs and port is None:
+        return None
+    if not cidrs or port is None:
+        raise ValueError("--api-server-cidr and --api-server-port go together: give both")
+    if not 1 <= port <= 65535:
+        raise ValueError(f"--api-server-port: {port} is not a port (1-65535)")
+    networks = []
+    for cidr in cidrs:
+        try:
+            networks.append(str(ipaddress.ip_network(cidr.strip(), strict=False)))
+        except ValueError:
+            raise ValueError(
+                f"--api-server-cidr: {cidr!r} is not an IP address range (e.g. 10.0.0.10/32)"
+            ) from None
+    return ApiServer(cidrs=tuple(dict.fromkeys(networks)), port=port)
 
 
 def autoscaling_settings(args: argparse.Namespace) -> dict[str, Any]:
