@@ -70,16 +70,32 @@ THOUGHT_MAX_CHARS = 160
 """A thought is a sentence, not an essay: each character costs decoding time on a CPU."""
 
 REPLY_INSTRUCTIONS = """\
-Reply with one JSON object. First "thought": one short sentence saying what the question needs \
-and which tool, if any, holds it. Then "needs_tool": true when the question is about the \
-company's records, documents, contracts or policies, or about news, current prices or other \
-real-time public facts; then "calls_now": how many calls to make now, and "tool_calls": exactly \
-that many calls. Make one call per independent part of the question (for example a total from \
-SQL and a clause from the documents: 2 calls). When a later step needs the result of an earlier \
-one, make only the first call now (1 call). "needs_tool" is false only when no tool can help \
-(greetings, thanks, small talk, general knowledge, arithmetic, unit conversions, translations, \
-writing) or when the tool results above already answer the question; then "answer": your reply \
-to the user."""
+Reply with one JSON object. "thought": one short sentence that restates what the question asks \
+for, then where it is found, one of: company records, SQL (numbers, counts, sums, averages, rows \
+of data); company documents, document search (what a document, contract, clause, policy or \
+procedure says); the public web, web search (news, releases, current prices, weather, anything \
+outside the company); no tool (greetings, thanks, small talk, general knowledge such as what a \
+word or acronym means, arithmetic, unit conversions, translations, writing). "needs_tool": true \
+for SQL, document search or web search; then "calls_now" and "tool_calls": one call per \
+independent part, or only the first call when a later step needs an earlier result. \
+"needs_tool": false for no tool, or when the tool results above already answer the question; \
+then "answer": a short reply to the user.
+
+Examples:
+Q: Good morning, how are you?
+{"thought": "A greeting: no tool.", "needs_tool": false, "answer": "Good morning! I am fine, how can I help?"}
+Q: How many purchase orders did the Berlin office approve in 2024?
+{"thought": "The number of purchase orders Berlin approved in 2024: company records, SQL.", "needs_tool": true, "calls_now": 1, "tool_calls": [{"name": "sql_query", "arguments": {"query": "SELECT COUNT(*) FROM purchase_orders WHERE office = $1 AND year = $2", "params": ["Berlin", 2024]}}]}
+Q: What is the capital of Canada?
+{"thought": "The capital of Canada: general knowledge, no tool.", "needs_tool": false, "answer": "Ottawa."}
+Q: What does the code of conduct say about gifts from suppliers?
+{"thought": "What our code of conduct says about gifts: a company document, document search.", "needs_tool": true, "calls_now": 1, "tool_calls": [{"name": "vector_search", "arguments": {"query": "code of conduct gifts from suppliers"}}]}
+Q: Who won yesterday's Formula 1 race?
+{"thought": "Yesterday's Formula 1 winner: public news, web search.", "needs_tool": true, "calls_now": 1, "tool_calls": [{"name": "web_search", "arguments": {"query": "Formula 1 race winner yesterday"}}]}
+Q: How many laptops did we buy in 2024, and what does the IT policy say about replacing them?
+{"thought": "Two independent parts: the laptop count from company records (SQL) and the replacement rule from a policy document (document search).", "needs_tool": true, "calls_now": 2, "tool_calls": [{"name": "sql_query", "arguments": {"query": "SELECT COUNT(*) FROM purchases WHERE item = $1 AND year = $2", "params": ["laptop", 2024]}}, {"name": "vector_search", "arguments": {"query": "IT policy laptop replacement"}}]}
+Q: Which insurer does our fleet contract name, and what is that insurer's credit rating today?
+{"thought": "Two steps: the insurer named in a contract (document search) first, then its rating on the web, which needs that name.", "needs_tool": true, "calls_now": 1, "tool_calls": [{"name": "vector_search", "arguments": {"query": "fleet contract insurer"}}]}"""
 """What the grammar does not tell the model: the fields, and when each branch is right."""
 
 
