@@ -17,8 +17,9 @@ Prints one table row per (model, mode) and per-tool / per-stratum TSA, each rate
 Wilson interval (a stratum of fewer than 10 cases is marked small: its interval is wide), the
 seconds and completion tokens per case (a guided reply's thought costs tokens), and writes every
 case's result, the model's thought included, to ``--out`` (default
-bench/results/tsa_real_model.json). ``--ids a,b`` runs only those cases and ``--strata none,parallel``
-only those strata (iterating on a subset of ``dev``); ``--combine ... --split dev`` prints one split of the union. Figures go to
+bench/results/tsa_real_model.json). ``--ids a,b`` runs only those cases, ``--strata none,parallel``
+only those strata (iterating on a subset of ``dev``); ``--combine ... --split dev`` prints one
+split of the union. Figures go to
 docs/evals.md and docs/performance.md. A run cut by its budget is finished by another with
 ``--start N`` (the case to begin with, 0-based) into another file; ``--combine A.json B.json ...``
 prints the table of the union (the cases of each (model, mode), each case once: from the first
@@ -211,6 +212,7 @@ def main() -> int:
         cases = [c for c in cases if c.stratum in strata]
     if args.limit:
         cases = cases[: args.limit]
+    commit = _commit()  # before the run: the tree may change while it runs
     rows: list[dict[str, Any]] = []
     for key in args.models.split(","):
         settings = ServeSettings(threads=args.threads)
@@ -234,7 +236,7 @@ def main() -> int:
         "load_average": os.getloadavg(),
         "cases": len(cases),
         "split": args.split,
-        "commit": _commit(),
+        "commit": commit,
     }
     args.out.write_text(json.dumps({"meta": meta, "runs": rows}, indent=1) + "\n")
     _log(f"wrote {args.out}")
