@@ -10,7 +10,8 @@ probabilities of the next token: `` true`` against `` false``.
 
     nice -n 10 .venv/bin/python bench/guided_decision.py --model 1.5b
 
-Prints one row per pair; figures go to docs/evals.md (issue 33, the cause).
+Prints what the reply instructions cost in prompt tokens, then one row per pair; figures go to
+docs/evals.md (issue 33, the cause).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from llama_cpp import Llama
 
 from sleuth.agent.loop import opening_messages
 from sleuth.agent.prompts import DEFAULT_SYSTEM_PROMPT
-from sleuth.core.guidedprompt import with_reply_instructions
+from sleuth.core.guidedprompt import REPLY_RULES, reply_instructions, with_reply_instructions
 from sleuth.core.localmodel import LocalModelServer, ServeSettings, ensure_gguf
 from sleuth.core.tools import DEFAULT_SPECS
 
@@ -44,9 +45,19 @@ PAIRS = [  # (question, thought): the thoughts the 1.5B wrote before and after i
 ]
 
 
-def _template(gguf: str) -> jinja2.Template:
-    meta = Llama(model_path=gguf, vocab_only=True, verbose=False).metadata
-    return jinja2.Environment().from_string(meta["tokenizer.chat_template"])
+def _template(vocab: Llama) -> jinja2.Template:
+    return jinja2.Environment().from_string(vocab.metadata["tokenizer.chat_template"])
+
+
+def _print_sizes(vocab: Llama) -> None:
+    """What the reply instructions cost in prompt tokens: the rules, and the examples."""
+
+    def tokens(text: str) -> int:
+        return len(vocab.tokenize(text.encode(), add_bos=False))
+
+    tools = [spec.to_openai() for spec in DEFAULT_SPECS.values()]
+    whole, rules = tokens(reply_instructions(tools)), tokens(REPLY_RULES)
+    print(f"reply instructions: {whole} tokens (rules {rules}, examples {whole - rules})")
 
 
 def _prompt(template: jinja2.Template, question: str, thought: str) -> str:
@@ -66,8 +77,13 @@ def _next_token(url: str, prompt: str) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="1.5b")
+    parser.add_argument("--sizes-only", action="store_true", help="token counts only, no server")
     args = parser.parse_args()
-    template = _template(str(ensure_gguf(args.model)))
+    vocab = Llama(model_path=str(ensure_gguf(args.model)), vocab_only=True, verbose=False)
+    _print_sizes(vocab)
+    if args.sizes_only:
+        return 0
+    template = _template(vocab)
     print("| question | thought | logprob ` true` | logprob ` false` | decision |")
     print("|---|---|---|---|---|")
     with LocalModelServer(args.model, ServeSettings()) as server:

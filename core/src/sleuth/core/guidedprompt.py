@@ -9,15 +9,15 @@ Why it reads as it does (issue 33, measured with Qwen2.5-Coder-1.5B on ``dev``, 
 the ``needs_tool`` decision follows the ``thought`` almost word for word. After a thought that
 named a tool ("... The tool that holds this information is web_search.") the model wrote
 ``true`` for 6 of 7 questions that need none; after "A unit conversion: general knowledge, no
-tool." it wrote ``false`` (log-probability -0.04). So the cause was the thought, not the schema:
-the earlier instructions asked it to say "which tool, if any, holds it", and a small model names
-one. Rules alone swing it the other way: a list of the no-tool cases first made every question,
-single-tool ones included, an answer (0 of 11). What works is a thought that *restates* the
-question and then names where the answer is found from a fixed list of four places (company
-records, company documents, the public web, no tool), and examples of each branch, no-tool ones
-among them rather than before them: a small model copies the shape of an example more readily
-than it follows a rule. The restatement also carries what the arguments need ("the average
-contract value per region").
+tool." it writes ``false`` (log-probability -0.00 against -6.77 for ``true``,
+``bench/guided_decision.py``). So the cause was the thought, not the schema: the earlier
+instructions asked it to say "which tool, if any, holds it", and a small model names one. Rules
+alone swing it the other way: the no-tool cases described first made every single-tool question
+of an experiment an answer (0 of 11). What works is a thought that *restates* the question and
+then names where the answer is found from four places (company records, company documents, the
+public web, no tool), and examples of each branch, the no-tool ones among the others rather
+than before them: a small model copies the shape of an example more readily than it follows a
+rule.
 
 The examples are not questions of the TSA set; an example is shown only when every tool it calls
 is offered, so an agent with other tools is not shown calls it cannot make.
