@@ -17,8 +17,9 @@ Prints one table row per (model, mode) and per-tool / per-stratum TSA, each rate
 Wilson interval (a stratum of fewer than 10 cases is marked small: its interval is wide), the
 seconds and completion tokens per case (a guided reply's thought costs tokens), and writes every
 case's result, the model's thought included, to ``--out`` (default
-bench/results/tsa_real_model.json). ``--ids a,b`` runs only those cases (iterating on a subset
-of ``dev``); ``--combine ... --split dev`` prints one split of the union. Figures go to
+bench/results/tsa_real_model.json). ``--ids a,b`` runs only those cases, ``--strata none,parallel``
+only those strata (iterating on a subset of ``dev``); ``--combine ... --split dev`` prints one
+split of the union. Figures go to
 docs/evals.md and docs/performance.md. A run cut by its budget is finished by another with
 ``--start N`` (the case to begin with, 0-based) into another file; ``--combine A.json B.json ...``
 prints the table of the union (the cases of each (model, mode), each case once: from the first
@@ -31,6 +32,7 @@ import argparse
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -73,6 +75,18 @@ async def _run(
     finally:
         await model.aclose()
     return results, time.monotonic() - started, completion_tokens
+
+
+def _commit() -> str | None:
+    """The commit the run measured (with ``+dirty`` when the tree had changes), or None."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], check=False).returncode
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty else "")
 
 
 def _fmt(value: float | None) -> str:
@@ -178,6 +192,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0, help="first N cases only (0: all)")
     parser.add_argument("--start", type=int, default=0, help="begin with case N (0-based)")
     parser.add_argument("--ids", default="", help="only these case ids (comma-separated)")
+    parser.add_argument("--strata", default="", help="only these strata (comma-separated)")
     parser.add_argument("--combine", type=Path, nargs="+", help="print the union of results")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per case")
     parser.add_argument("--max-tokens", type=int, default=256)
@@ -192,8 +207,12 @@ def main() -> int:
     if args.ids:
         wanted = set(args.ids.split(","))
         cases = [c for c in cases if c.id in wanted]
+    if args.strata:
+        strata = set(args.strata.split(","))
+        cases = [c for c in cases if c.stratum in strata]
     if args.limit:
         cases = cases[: args.limit]
+    commit = _commit()  # before the run: the tree may change while it runs
     rows: list[dict[str, Any]] = []
     for key in args.models.split(","):
         settings = ServeSettings(threads=args.threads)
@@ -213,7 +232,12 @@ def main() -> int:
                 rows.append(_row(key, mode, results, wall, tokens))
     _print(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"load_average": os.getloadavg(), "cases": len(cases), "split": args.split}
+    meta = {
+        "load_average": os.getloadavg(),
+        "cases": len(cases),
+        "split": args.split,
+        "commit": commit,
+    }
     args.out.write_text(json.dumps({"meta": meta, "runs": rows}, indent=1) + "\n")
     _log(f"wrote {args.out}")
     return 0

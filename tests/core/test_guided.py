@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from sleuth.core import guided
+from sleuth.core import guided, guidedprompt
 from sleuth.core.tools import DEFAULT_SPECS
 
 pytestmark = pytest.mark.unit
@@ -95,13 +95,50 @@ def test_one_call_per_turn_caps_the_list_and_no_tools_leaves_the_answer() -> Non
 def test_the_instructions_follow_the_first_system_message_and_copy_the_list() -> None:
     system = {"role": "system", "content": "rules"}
     user = {"role": "user", "content": "q"}
-    note = {"role": "system", "content": guided.REPLY_INSTRUCTIONS}
+    note = {"role": "system", "content": guidedprompt.reply_instructions(TOOLS)}
     given = [system, user]
-    assert guided.with_reply_instructions(given) == [system, note, user]
+    assert guidedprompt.with_reply_instructions(given, TOOLS) == [system, note, user]
     assert given == [system, user]
-    assert guided.with_reply_instructions([user]) == [note, user]
+    assert guidedprompt.with_reply_instructions([user], TOOLS) == [note, user]
     for word in ('"thought"', '"needs_tool"', '"answer"', '"calls_now"', '"tool_calls"'):
-        assert word in guided.REPLY_INSTRUCTIONS
+        assert word in guidedprompt.REPLY_RULES
+
+
+def _examples(text: str) -> list[tuple[str, dict[str, Any]]]:
+    lines = text.split("\nExamples:\n", 1)[1].split("\n")
+    return [
+        (q.removeprefix("Q: "), json.loads(r)) for q, r in zip(lines[::2], lines[1::2], strict=True)
+    ]
+
+
+def test_every_example_is_a_reply_the_schema_accepts_and_each_branch_is_shown() -> None:
+    schema = guided.reply_schema(TOOLS)
+    examples = _examples(guidedprompt.reply_instructions(TOOLS))
+    assert len(examples) == len(guidedprompt.EXAMPLES)
+    for question, reply in examples:
+        assert _valid(schema, reply), question
+        assert len(reply["thought"]) <= guided.THOUGHT_MAX_CHARS
+    shapes = [(r["needs_tool"], r.get("calls_now")) for _, r in examples]
+    assert (False, None) in shapes
+    assert (True, 1) in shapes
+    assert (True, 2) in shapes
+    # no-tool examples among the others, not all first (the model copies the first example)
+    assert shapes[0] == (False, None)
+    assert shapes[1][0] is True
+    used = {c["name"] for _, r in examples for c in r.get("tool_calls", [])}
+    assert used == set(DEFAULT_SPECS)
+
+
+def test_examples_calling_a_tool_that_is_not_offered_are_left_out() -> None:
+    only_docs = [t for t in TOOLS if t["function"]["name"] == "vector_search"]
+    examples = _examples(guidedprompt.reply_instructions(only_docs))
+    names = {c["name"] for _, r in examples for c in r.get("tool_calls", [])}
+    assert names == {"vector_search"}
+    assert any(not r["needs_tool"] for _, r in examples)  # the answer branch is always shown
+    assert all(_valid(guided.reply_schema(only_docs), r) for _, r in examples)
+    none = _examples(guidedprompt.reply_instructions([]))
+    assert none
+    assert all(not r["needs_tool"] for _, r in none)
 
 
 def test_llama_cpp_turns_the_schema_into_a_grammar() -> None:

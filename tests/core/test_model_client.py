@@ -122,7 +122,8 @@ async def _guided(url: str, messages: list[dict[str, object]], **options: object
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("fmt", ["json_schema", "json_object"])
 async def test_guided_calls_come_back_as_native_tool_calls_with_ids(stream: bool, fmt: str) -> None:
-    from sleuth.core.guided import REPLY_INSTRUCTIONS, reply_schema, schema_of_request
+    from sleuth.core.guided import reply_schema, schema_of_request
+    from sleuth.core.guidedprompt import reply_instructions
     from sleuth.scripted import ScriptedToolCall
 
     calls = [
@@ -147,14 +148,17 @@ async def test_guided_calls_come_back_as_native_tool_calls_with_ids(stream: bool
     assert turn.thought == "Numbers and clauses: both at once."
     assert turn.finish_reason == "tool_calls"
     # the model is told the forms, after the conversation's system message, as a system message
-    assert body["messages"][:-2] == [{"role": "system", "content": REPLY_INSTRUCTIONS}]
+    note = reply_instructions(GUIDED_TOOLS)  # the examples of the tools offered, no web_search
+    assert body["messages"][:-2] == [{"role": "system", "content": note}]
+    assert '"vector_search"' in note
+    assert '"web_search"' not in note
     assert body["messages"][-2:] == history
     # the thought is the text of the calls' assistant message: the next turn sees the plan
     assert turn.assistant_message()["content"] == "Numbers and clauses: both at once."
 
 
 async def test_a_guided_answer_is_the_turn_content_and_its_thought_is_not() -> None:
-    from sleuth.core.guided import REPLY_INSTRUCTIONS
+    from sleuth.core.guidedprompt import reply_instructions
 
     reply = ScriptedResponse(content="47 contracts.", thought="The results answer it.")
     system = {"role": "system", "content": "You answer questions."}
@@ -170,7 +174,7 @@ async def test_a_guided_answer_is_the_turn_content_and_its_thought_is_not() -> N
     )
     assert [m["content"] for m in body["messages"]] == [  # the system prompt stays first
         "You answer questions.",
-        REPLY_INSTRUCTIONS,
+        reply_instructions(GUIDED_TOOLS),
         ASK[0]["content"],
     ]
 

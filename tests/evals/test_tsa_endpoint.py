@@ -134,3 +134,13 @@ async def test_the_model_servers_api_key_is_sent() -> None:
         run = await run_cases([CASE], [DEFAULT_SPECS["vector_search"]], wrong)
         assert [r.passed for r in run.results] == [False]
         assert server.state.unauthorized >= 1
+
+
+def test_no_example_is_a_question_of_the_tsa_set() -> None:
+    """The examples teach the shapes; tuning on the scored questions would inflate TSA."""
+    from sleuth.core.guidedprompt import EXAMPLES
+    from sleuth.evals.tsa.cases import load_cases, shipped_cases_path
+
+    asked = {c.query.casefold() for c in load_cases(shipped_cases_path(), "all")}
+    assert asked
+    assert not asked & {e.question.casefold() for e in EXAMPLES}

@@ -13,23 +13,17 @@ object that states its reasoning and its decision before it acts::
      "tool_calls": [{"name": "sql_query", ...}, {"name": "vector_search", ...}]}
 
 The order of the fields is the point: a decoder writes left to right, so the model says what
-the question asks for (``thought``, at most :data:`THOUGHT_MAX_CHARS` characters) before it
-decides whether a tool is needed, and decides how many calls to make *now* before it writes
-them. With the first key deciding (the shipped schema until issue 33) a model whose chat template
-had just listed tools always called one (0 of 8 no-tool questions answered) and closed its list
-after one call (0 of 3 parallel questions); a thought alone did not change that (the model wrote
-"a simple arithmetic calculation", then called SQL). ``needs_tool`` makes the decision an
-explicit yes/no after the thought, and ``calls_now`` (1 to ``max_calls``, the list then exactly
-that long) the number of calls: measured on ``dev`` (docs/evals.md) it brought both independent
-calls in the parallel cases, but the 1.5B's thought still names a tool for most questions that
-need none, and it makes both calls of a sequential plan at once. ``name`` is a constant per tool
-and ``arguments`` that tool's own argument schema. The thought goes to the trace (and the ReAct
-transcript), never into the answer.
-
-A grammar is invisible to the model, so :func:`with_reply_instructions` adds
-:data:`REPLY_INSTRUCTIONS` (the fields and when each branch is right) as a system message after
-the conversation's first one — after the tool list the chat template renders there — so it is
-the last thing the model reads before the question.
+the question asks for and where that is found (``thought``, at most :data:`THOUGHT_MAX_CHARS`
+characters) before it decides whether a tool is needed, and decides how many calls to make
+*now* before it writes them. With the first key deciding (the shipped schema until issue 33) a
+model whose chat template had just listed tools always called one (0 of 8 no-tool questions
+answered) and closed its list after one call (0 of 3 parallel questions). ``needs_tool`` makes
+the decision an explicit yes/no after the thought, and ``calls_now`` (1 to ``max_calls``, the
+list then exactly that long) the number of calls. The decision follows the thought, so what
+the thought is asked to say decides the branch: :mod:`sleuth.core.guidedprompt` holds the
+instructions and examples the model reads (and why they read as they do). ``name`` is a
+constant per tool and ``arguments`` that tool's own argument schema. The thought goes to the
+trace (and the ReAct transcript), never into the answer.
 
 :func:`parse_reply` turns the reply into a :class:`GuidedReply`, which the model client makes the
 same :class:`~sleuth.core.llm.ModelTurn` the native path produces (tool calls with ids
@@ -68,19 +62,6 @@ ANSWER = "answer"
 CALLS = "tool_calls"
 THOUGHT_MAX_CHARS = 160
 """A thought is a sentence, not an essay: each character costs decoding time on a CPU."""
-
-REPLY_INSTRUCTIONS = """\
-Reply with one JSON object. First "thought": one short sentence saying what the question needs \
-and which tool, if any, holds it. Then "needs_tool": true when the question is about the \
-company's records, documents, contracts or policies, or about news, current prices or other \
-real-time public facts; then "calls_now": how many calls to make now, and "tool_calls": exactly \
-that many calls. Make one call per independent part of the question (for example a total from \
-SQL and a clause from the documents: 2 calls). When a later step needs the result of an earlier \
-one, make only the first call now (1 call). "needs_tool" is false only when no tool can help \
-(greetings, thanks, small talk, general knowledge, arithmetic, unit conversions, translations, \
-writing) or when the tool results above already answer the question; then "answer": your reply \
-to the user."""
-"""What the grammar does not tell the model: the fields, and when each branch is right."""
 
 
 class GuidedReplyError(ModelResponseError):
@@ -160,14 +141,6 @@ def reply_schema(tools: list[dict[str, Any]], max_calls: int = DEFAULT_MAX_CALLS
         for n in range(1, max_calls + 1)
     ]
     return {"anyOf": [answer, *planned]}
-
-
-def with_reply_instructions(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``messages`` with :data:`REPLY_INSTRUCTIONS` as a system message after the first system
-    message (first of all when there is none); the list given is not changed."""
-    note = {"role": "system", "content": REPLY_INSTRUCTIONS}
-    at = 1 if messages and messages[0].get("role") == "system" else 0
-    return [*messages[:at], note, *messages[at:]]
 
 
 def response_format(schema: dict[str, Any], fmt: GuidedFormat) -> dict[str, Any]:

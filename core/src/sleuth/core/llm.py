@@ -33,7 +33,7 @@ import aiohttp
 from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 from opentelemetry.trace import Span
 
-from sleuth.core import guided, spans
+from sleuth.core import guided, guidedprompt, spans
 from sleuth.core.chatwire import (
     ModelTurn,
     TextSink,
@@ -152,7 +152,7 @@ class OpenAIChatModel:
 
     def _body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         if self.tool_calling == "guided":  # the grammar is invisible: the model is told the forms
-            messages = guided.with_reply_instructions(messages)
+            messages = guidedprompt.with_reply_instructions(messages, tools)
         body: dict[str, Any] = {"model": self.name, "messages": messages, **self._params}
         if tools:
             body["tools"] = tools
