@@ -180,6 +180,8 @@ def running_keda(kube: Any, workdir: Path, watch_namespace: str) -> Iterator[Ked
             env, logs["keda-operator"],
         )  # fmt: skip
         stack.callback(stop_process, operator)
+        # runs before the operator stops (a stack unwinds last in, first out)
+        stack.callback(_release_scaled_objects, kube, watch_namespace)
         wait_healthy(f"http://127.0.0.1:{health}/healthz", operator, timeout=90, name="keda")
         kubeconfig = str(kube.kubeconfig)
         adapter = _start(
@@ -212,6 +214,18 @@ def running_keda(kube: Any, workdir: Path, watch_namespace: str) -> Iterator[Ked
             print(keda.text())
             raise
         yield keda
+
+
+def _release_scaled_objects(kube: Any, namespace: str) -> None:
+    """KEDA's operator puts its finalizer on every ScaledObject it reconciles: they are deleted
+    while it still runs, so that deleting their namespace later does not wait forever for a KEDA
+    that is gone (it would leave the namespace Terminating for every later test of the cluster).
+    What is still there after a minute loses the finalizer."""
+    kube.kubectl("delete", "scaledobjects", "--all", "-n", namespace, "--timeout=60s", check=False)
+    left = kube.kubectl("get", "scaledobjects", "-n", namespace, "-o", "name", check=False)
+    for name in left.stdout.split():
+        patch = '{"metadata":{"finalizers":null}}'
+        kube.kubectl("patch", name, "-n", namespace, "--type=merge", "-p", patch, check=False)
 
 
 @contextmanager
