@@ -1,5 +1,6 @@
-"""A model server whose stream carries one line longer than the HTTP client reads (aiohttp's
-``LineTooLong``): the agent answers as for any other unreadable reply from its model server — a
+"""A model server whose stream carries one line over the model client's bound
+(``chatwire.MAX_STREAM_LINE``, 1 MiB; aiohttp's own readline would raise ``LineTooLong``): the
+agent answers as for any other unreadable reply from its model server — a
 ``ModelResponseError`` naming the model server — never an HTTP 500, and nothing of the line
 reaches the caller. The agent over real HTTP, the scripted model server sending the whole answer
 as one server-sent event (``completion_tokens=1``)."""

@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 import aiohttp
-from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
+from aiohttp.http_exceptions import HttpProcessingError
 from opentelemetry.trace import Span
 
 from sleuth.core import guided, guidedprompt, spans
@@ -213,14 +213,15 @@ class OpenAIChatModel:
         except aiohttp.ClientError as exc:  # the text names the server's address: logged only
             log.warning("model server unreachable: %r", exc)
             raise ModelUnavailable(f"model server unreachable ({type(exc).__name__})") from exc
-        except HttpProcessingError as exc:  # LineTooLong and kin: their text quotes the bytes
-            what = (
-                "a stream line over the HTTP client's limit"
-                if isinstance(exc, LineTooLong)
-                else "a malformed HTTP message"
+        except HttpProcessingError as exc:  # e.g. a header over aiohttp's limit: its text
+            # quotes the bytes (a long stream line is chatwire.read_stream's, never aiohttp's)
+            name = type(exc).__name__
+            log.warning(
+                "model server at %s sent a malformed HTTP message (%s)", self.base_url, name
             )
-            log.warning("model server at %s sent %s (%s)", self.base_url, what, type(exc).__name__)
-            raise ModelResponseError(f"model server sent {what} ({type(exc).__name__})") from None
+            raise ModelResponseError(
+                f"model server sent a malformed HTTP message ({name})"
+            ) from None
 
 
 def _record_turn(span: Span, turn: ModelTurn, capture_content: bool) -> None:
