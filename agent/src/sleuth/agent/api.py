@@ -47,6 +47,7 @@ from sleuth.agent.access.caller import SCOPE_KEY, Caller, current_caller
 from sleuth.agent.access.control import AccessControl, endpoint_of
 from sleuth.agent.access.middleware import AccessGuard
 from sleuth.agent.errors import RequestRejected
+from sleuth.agent.evalwake import wake_router
 from sleuth.agent.firststep import first_step_router
 from sleuth.agent.metrics import exposition
 from sleuth.agent.openai_api import router as openai_router
@@ -247,4 +248,5 @@ def create_app(
     app.include_router(openai_router)
     app.include_router(health_router)
     app.include_router(first_step_router)
+    app.include_router(wake_router)
     return app

@@ -132,6 +132,7 @@ class AgentService:
             gauge = self.metrics.waiting_for_model.labels(name)
             wake = ModelWake(self.model.ping, wait, gauge)
             model = WakingModel(self.model, wake)
+        self.wake = wake  # POST /v1/eval/wake (sleuth.agent.evalwake) waits with it too
         self.agent = router if planner.mode == "router" else Agent(model, runner, settings)
         self.fallback = router if planner.mode == "llm" and planner.fallback_to_router else None
         self.online_eval = OnlineEvaluator(

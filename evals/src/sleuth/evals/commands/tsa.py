@@ -14,7 +14,7 @@ from sleuth.agent.router import RouterModel
 from sleuth.core.llm import OpenAIChatModel
 from sleuth.core.localmodel import SERVED_NAME, LocalModelServer
 from sleuth.core.tools import DEFAULT_SPECS, ToolSpec, with_description
-from sleuth.evals.commands.agentstep import fetch_first_step
+from sleuth.evals.commands.agentstep import fetch_first_step, wake_model
 from sleuth.evals.commands.inputs import check_split, labels, this_shard
 from sleuth.evals.commands.options import TsaOptions
 from sleuth.evals.commands.reporting import StatusReport, emit
@@ -154,6 +154,9 @@ async def _with_agent_step(options: TsaOptions, cases: Sequence[TsaCase]) -> Tsa
     step = await asyncio.to_thread(
         fetch_first_step, options.agent_url, options.agent_credential, options.client.timeout_s
     )
+    # The cases go straight to the model server: if it sleeps at zero replicas, only the agent
+    # can wake it.
+    waited = await asyncio.to_thread(wake_model, options.agent_url, options.agent_credential)
     model = OpenAIChatModel(
         options.endpoint,
         options.model,
@@ -180,6 +183,7 @@ async def _with_agent_step(options: TsaOptions, cases: Sequence[TsaCase]) -> Tsa
         "agent_url": options.agent_url,
         "tools": [spec.name for spec in step.specs()],
         "system_prompt_sha256": prompt,
+        "model_wake_seconds": waited,
     }
     return run
 
