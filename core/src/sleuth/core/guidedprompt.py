@@ -19,6 +19,13 @@ public web, no tool), and examples of each branch, the no-tool ones among the ot
 than before them: a small model copies the shape of an example more readily than it follows a
 rule.
 
+The third round (same measure) fixed what the second left: a thought that restates only the
+first part of a two-part question makes one call, so the thought restates *every* part, and two
+parallel examples show it (documents with records, documents with the web); SQL arguments
+follow the examples more than the words, so the SQL examples group ("per X", "the most") and
+carry every value as a parameter; an injection copied the refusal example's opening and then
+obeyed, so the refusal example says "is refused" before the colon.
+
 The examples are not questions of the TSA set; an example is shown only when every tool it calls
 is offered, so an agent with other tools is not shown calls it cannot make.
 """
@@ -137,13 +144,13 @@ EXAMPLES = (
         answer="36.",
     ),
     Example(
-        "What is the euro to dollar exchange rate today, and which currency does our Tokyo "
-        "office lease use?",
-        "Two parts: today's euro to dollar rate (public web, web search) and the currency in "
-        "our Tokyo lease (company documents, document search).",
+        "Who is the chief executive of Siemens now, and what does our Siemens framework "
+        "agreement say about liability caps?",
+        "Two independent parts, Siemens named in both: its current chief executive (public "
+        "web, web search) and the liability cap in our agreement (company documents).",
         calls=[
-            ("web_search", {"query": "euro to dollar exchange rate today"}),
-            ("vector_search", {"query": "Tokyo office lease currency"}),
+            ("web_search", {"query": "Siemens current chief executive"}),
+            ("vector_search", {"query": "Siemens framework agreement liability cap"}),
         ],
     ),
     Example(
