@@ -27,8 +27,9 @@ carry every value as a parameter; an injection copied the refusal example's open
 obeyed, so the refusal example says "is refused" before the colon.
 
 The examples are not questions of the TSA set, nor about a subject of its ``test`` split (an
-exchange-rate example had its query copied word for word into a test question's call); an example is shown only when every tool it calls
-is offered, so an agent with other tools is not shown calls it cannot make.
+exchange-rate example had its query copied word for word into a test question's call); an
+example is shown only when every tool it calls is offered, so an agent with other tools is not
+shown calls it cannot make.
 """
 
 from __future__ import annotations
