@@ -24,6 +24,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
 from sleuth.agent.access.caller import Caller, current_caller
+from sleuth.agent.firststep import evaluation_only
 from sleuth.agent.wake import ModelWake
 from sleuth.core.http.error_shapes import error_body
 
@@ -37,12 +38,7 @@ async def wake_model(
     request: Request, caller: Annotated[Caller, Depends(current_caller)]
 ) -> Response:
     if not caller.evaluation:
-        return error_body(
-            403,
-            "waking the model server is allowed only to callers granted 'evaluation' "
-            "(spec.agent.access.callers[].grants)",
-            "forbidden",
-        )
+        return evaluation_only("waking the model server is allowed")
     wake: ModelWake | None = request.app.state.service.wake
     if wake is None:
         return JSONResponse({"sleeps": False, "waitedSeconds": 0})

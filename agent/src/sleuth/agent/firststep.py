@@ -81,6 +81,16 @@ class FirstStep(_Wire):
         return [ToolSpec.from_openai(entry) for entry in self.tools]
 
 
+def evaluation_only(what: str) -> Response:
+    """The 403 of an eval route (this one, ``/v1/eval/wake``) to a caller without the
+    ``evaluation`` grant; ``what``: what is refused, e.g. "waking the model server is allowed"."""
+    return error_body(
+        403,
+        f"{what} only to callers granted 'evaluation' (spec.agent.access.callers[].grants)",
+        "forbidden",
+    )
+
+
 first_step_router = APIRouter()
 
 
@@ -89,14 +99,9 @@ async def first_step(
     request: Request, caller: Annotated[Caller, Depends(current_caller)]
 ) -> Response:
     if not caller.evaluation:
-        return error_body(
-            403,
-            "the first step (system prompt and tools) is served only to callers granted "
-            "'evaluation' (spec.agent.access.callers[].grants)",
-            "forbidden",
-        )
+        return evaluation_only("the first step (system prompt and tools) is served")
     step: FirstStep = request.app.state.service.first_step
     return JSONResponse(step.model_dump(mode="json", by_alias=True))
 
 
-__all__ = ["FIRST_STEP_PATH", "FirstStep", "ModelRequest", "first_step_router"]
+__all__ = ["FIRST_STEP_PATH", "FirstStep", "ModelRequest", "evaluation_only", "first_step_router"]

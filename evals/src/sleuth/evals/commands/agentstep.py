@@ -28,22 +28,28 @@ def first_step_url(agent_url: str) -> str:
     return agent_url.rstrip("/") + FIRST_STEP_PATH
 
 
+def _ask(method: str, url: str, credential: AgentCredential, timeout_s: float) -> httpx.Response:
+    """The agent's 200 answer; :class:`EndpointError` naming the URL and the agent's reason."""
+    try:
+        response = httpx.request(method, url, headers=credential.headers(), timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise EndpointError(
+            f"--agent-url: {method} {url}: {type(exc).__name__}: {exc}", retryable=True
+        ) from None
+    if response.status_code != 200:
+        raise EndpointError(
+            f"--agent-url: {method} {url}: HTTP {response.status_code}: {_reason(response)}",
+            retryable=response.status_code >= 500,
+        )
+    return response
+
+
 def fetch_first_step(
     agent_url: str, credential: AgentCredential, timeout_s: float = 30.0
 ) -> FirstStep:
     """The agent's first step; :class:`EndpointError` naming the URL and the agent's reason."""
     url = first_step_url(agent_url)
-    try:
-        response = httpx.get(url, headers=credential.headers(), timeout=timeout_s)
-    except httpx.HTTPError as exc:
-        raise EndpointError(
-            f"--agent-url: GET {url}: {type(exc).__name__}: {exc}", retryable=True
-        ) from None
-    if response.status_code != 200:
-        raise EndpointError(
-            f"--agent-url: GET {url}: HTTP {response.status_code}: {_reason(response)}",
-            retryable=response.status_code >= 500,
-        )
+    response = _ask("GET", url, credential, timeout_s)
     try:
         return FirstStep.model_validate_json(response.content)
     except ValidationError as exc:
@@ -59,17 +65,7 @@ def wake_model(agent_url: str, credential: AgentCredential) -> float:
     """Have the agent wake its model server; the seconds it waited. :class:`EndpointError` when
     the server did not wake within the agent's bound, or the agent refused."""
     url = agent_url.rstrip("/") + WAKE_PATH
-    try:
-        response = httpx.post(url, headers=credential.headers(), timeout=WAKE_TIMEOUT_S)
-    except httpx.HTTPError as exc:
-        raise EndpointError(
-            f"--agent-url: POST {url}: {type(exc).__name__}: {exc}", retryable=True
-        ) from None
-    if response.status_code != 200:
-        raise EndpointError(
-            f"--agent-url: POST {url}: HTTP {response.status_code}: {_reason(response)}",
-            retryable=response.status_code >= 500,
-        )
+    response = _ask("POST", url, credential, WAKE_TIMEOUT_S)
     try:
         return float(response.json()["waitedSeconds"])
     except (ValueError, KeyError, TypeError):
