@@ -67,3 +67,18 @@ def test_a_wrong_checksum_is_refused_and_leaves_nothing(
     with pytest.raises(ConfigError, match="expected 491400064 bytes and 0000"):
         localmodel.ensure_gguf("0.5b", directory=tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_prompt_lookup_decoding_is_asked_of_the_server_only_when_set() -> None:
+    pytest.importorskip("llama_cpp")
+    gguf = Path("model.gguf")
+    plain = localmodel.server_command(gguf, 8000, localmodel.ServeSettings(draft_tokens=0))
+    assert not any(arg.startswith("--draft_model") for arg in plain)
+    drafted = localmodel.server_command(gguf, 8000, localmodel.ServeSettings(draft_tokens=4))
+    at = drafted.index("--draft_model")
+    assert drafted[at : at + 4] == [
+        "--draft_model",
+        "prompt-lookup-decoding",
+        "--draft_model_num_pred_tokens",
+        "4",
+    ]
