@@ -18,7 +18,11 @@ both sets in one run, alternating case by case:
    ratio, with and without each server's first request (which reads the whole prompt)::
 
        nice -n 10 .venv/bin/python bench/guided_latency_ab.py compare /tmp/before.json \\
-           /tmp/after.json --out bench/results/issue33_latency_ab_15_dev.json
+           /tmp/after.json --draft-tokens 0 --out bench/results/issue33_latency_ab_v5_15_dev.json
+
+   ``--draft-tokens`` sets the servers' prompt-lookup decoding (``ServeSettings.draft_tokens``):
+   one number for both, or ``A,B`` (``0,4``: the server as it was before issue 33 against the
+   server as it is now).
 
 The replies themselves are not scored here (bench/tsa_real_model.py scores them).
 """

@@ -198,6 +198,9 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--budget-minutes", type=float, default=30.0, help="per model and mode")
     parser.add_argument("--threads", type=int, default=ServeSettings.threads)
+    parser.add_argument(
+        "--draft-tokens", type=int, default=ServeSettings.draft_tokens, help="prompt lookup"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/results/tsa_real_model.json"))
     args = parser.parse_args()
     if args.combine:
@@ -215,7 +218,7 @@ def main() -> int:
     commit = _commit()  # before the run: the tree may change while it runs
     rows: list[dict[str, Any]] = []
     for key in args.models.split(","):
-        settings = ServeSettings(threads=args.threads)
+        settings = ServeSettings(threads=args.threads, draft_tokens=args.draft_tokens)
         with LocalModelServer(key, settings, log=_log) as server:
             for mode in args.modes.split(","):
                 _log(f"{MODELS[key].title}, {mode} tool calling, {len(cases)} cases")
@@ -236,6 +239,7 @@ def main() -> int:
         "load_average": os.getloadavg(),
         "cases": len(cases),
         "split": args.split,
+        "draft_tokens": args.draft_tokens,
         "commit": commit,
     }
     args.out.write_text(json.dumps({"meta": meta, "runs": rows}, indent=1) + "\n")

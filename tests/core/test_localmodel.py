@@ -69,12 +69,12 @@ def test_a_wrong_checksum_is_refused_and_leaves_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_prompt_lookup_decoding_is_asked_of_the_server_only_when_set() -> None:
+def test_prompt_lookup_decoding_is_on_by_default_and_can_be_turned_off() -> None:
     pytest.importorskip("llama_cpp")
     gguf = Path("model.gguf")
     plain = localmodel.server_command(gguf, 8000, localmodel.ServeSettings(draft_tokens=0))
     assert not any(arg.startswith("--draft_model") for arg in plain)
-    drafted = localmodel.server_command(gguf, 8000, localmodel.ServeSettings(draft_tokens=4))
+    drafted = localmodel.server_command(gguf, 8000, localmodel.ServeSettings())
     at = drafted.index("--draft_model")
     assert drafted[at : at + 4] == [
         "--draft_model",
