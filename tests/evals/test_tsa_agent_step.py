@@ -145,7 +145,7 @@ def test_tsa_scores_the_agents_own_tools_and_prompt(
     # With the agent's first step, every case is scored against the team's tools.
     own = _tsa(
         cases, tmp_path / "own.json", model,
-        "--agent-url", agent.url, "--agent-api-key", keys["eval"],
+        "--agent-url", agent.url, f"--agent-api-key={keys['eval']}",
     )  # fmt: skip
     assert own.returncode == 0, own.stdout + own.stderr
     doc = json.loads((tmp_path / "own.json").read_text(encoding="utf-8"))
@@ -174,7 +174,7 @@ def test_the_first_step_is_served_only_to_callers_granted_evaluation(
     cases.write_text(json.dumps(CASES[0]) + "\n", encoding="utf-8")
     refused = _tsa(
         cases, tmp_path / "r.json", model,
-        "--agent-url", agent.url, "--agent-api-key", keys["portal"],
+        "--agent-url", agent.url, f"--agent-api-key={keys['portal']}",
     )  # fmt: skip
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "HTTP 403" in refused.stderr, refused.stderr
@@ -184,7 +184,7 @@ def test_the_first_step_is_served_only_to_callers_granted_evaluation(
     assert anonymous.status_code == 401
     conflicting = _tsa(
         cases, tmp_path / "c.json", model,
-        "--agent-url", agent.url, "--agent-api-key", keys["eval"],
+        "--agent-url", agent.url, f"--agent-api-key={keys['eval']}",
         "--descriptions", str(cases),
     )  # fmt: skip
     assert conflicting.returncode == 2

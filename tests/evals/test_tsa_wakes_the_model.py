@@ -70,7 +70,7 @@ def _tsa_args(tmp_path: Path, agent: AgentProcess, model_port: int, key: str) ->
     cases.write_text(json.dumps(CASE) + "\n", encoding="utf-8")
     args = [str(SLEUTH), "eval", "tsa", "--cases", str(cases), "--split", "test"]
     args += ["--endpoint", f"http://127.0.0.1:{model_port}/v1", "--model", "acme-llm"]
-    args += ["--agent-url", agent.url, "--agent-api-key", key, "--timeout", "20"]
+    args += ["--agent-url", agent.url, f"--agent-api-key={key}", "--timeout", "20"]
     return [*args, "--final-report", "--no-progress", "--out", str(tmp_path / "tsa.json")]
 
 
