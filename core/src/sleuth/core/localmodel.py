@@ -343,7 +343,9 @@ def _cli(args: argparse.Namespace) -> int:
         if args.local_command == "prepare":
             print(path)
             return 0
-        settings = ServeSettings(context=args.context, threads=args.threads)
+        settings = ServeSettings(
+            context=args.context, threads=args.threads, draft_tokens=args.draft_tokens
+        )
         with LocalModelServer(args.model, settings, log=log) as server:
             print(server.url, flush=True)
             try:
@@ -372,4 +374,10 @@ def register(subparsers: Any) -> None:
         if name == "serve":
             action.add_argument("--context", type=int, default=ServeSettings.context)
             action.add_argument("--threads", type=int, default=ServeSettings.threads)
+            action.add_argument(
+                "--draft-tokens",
+                type=int,
+                default=ServeSettings.draft_tokens,
+                help="prompt-lookup decoding: tokens guessed per step (0: off)",
+            )
         action.set_defaults(func=_cli)
