@@ -142,7 +142,8 @@ def compare(args: argparse.Namespace) -> int:
         print("the two captures hold different cases", file=sys.stderr)
         return 1
     ids = sets[0]["cases"][: args.limit or None]
-    drafts = [int(n) for n in str(args.draft_tokens).split(",")]
+    given = args.draft_tokens or str(ServeSettings.draft_tokens)  # read here: capture runs
+    drafts = [int(n) for n in given.split(",")]  # against code that may predate the setting
     a_draft, b_draft = drafts if len(drafts) == 2 else (drafts[0], drafts[0])
     rows: list[list[tuple[float, int, str]]] = [[], []]
     with (
@@ -178,7 +179,7 @@ def compare(args: argparse.Namespace) -> int:
     if args.out:
         meta = {
             "load_average": os.getloadavg(),
-            "draft_tokens": args.draft_tokens,
+            "draft_tokens": given,
             "model": args.model,
             "a": str(args.a),
             "b": str(args.b),
@@ -212,8 +213,8 @@ def main() -> int:
     cmp.add_argument("--timeout", type=float, default=300.0)
     cmp.add_argument(
         "--draft-tokens",
-        default=str(ServeSettings.draft_tokens),
-        help="prompt-lookup draft tokens: N for both servers, or A,B",
+        default=None,
+        help="prompt-lookup draft tokens: N for both servers, or A,B (default: the server's)",
     )
     cmp.add_argument("--out", type=Path)
     args = parser.parse_args()
