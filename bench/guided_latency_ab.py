@@ -22,7 +22,8 @@ both sets in one run, alternating case by case:
 
    ``--draft-tokens`` sets the servers' prompt-lookup decoding (``ServeSettings.draft_tokens``):
    one number for both, or ``A,B`` (``0,4``: the server as it was before issue 33 against the
-   server as it is now).
+   server as it is now). ``--full-grammar`` likewise (``1,0``: the grammar judged over the whole
+   vocabulary at every step on A, the best token first on B; ``ServeSettings.full_grammar``).
 
 The replies themselves are not scored here (bench/tsa_real_model.py scores them).
 """
@@ -136,6 +137,14 @@ def _summary(rows: list[tuple[float, int, str]]) -> dict[str, float]:
     }
 
 
+def _pair(text: str) -> tuple[int, int]:
+    """``N`` for both servers or ``A,B``."""
+    values = [int(n) for n in text.split(",")]
+    if len(values) not in (1, 2):
+        raise SystemExit(f"expected N or A,B, got {text!r}")
+    return values[0], values[-1]
+
+
 def compare(args: argparse.Namespace) -> int:
     sets = [json.loads(p.read_text()) for p in (args.a, args.b)]
     if sets[0]["cases"] != sets[1]["cases"]:
@@ -143,16 +152,16 @@ def compare(args: argparse.Namespace) -> int:
         return 1
     ids = sets[0]["cases"][: args.limit or None]
     given = args.draft_tokens or str(ServeSettings.draft_tokens)  # read here: capture runs
-    drafts = [int(n) for n in given.split(",")]  # against code that may predate the setting
-    a_draft, b_draft = drafts if len(drafts) == 2 else (drafts[0], drafts[0])
+    drafts = _pair(given)  # against code that may predate the setting
+    full = _pair(args.full_grammar)
+    a_settings, b_settings = (
+        ServeSettings(threads=args.threads, draft_tokens=drafts[k], full_grammar=bool(full[k]))
+        for k in (0, 1)
+    )
     rows: list[list[tuple[float, int, str]]] = [[], []]
     with (
-        LocalModelServer(
-            args.model, ServeSettings(threads=args.threads, draft_tokens=a_draft)
-        ) as one,
-        LocalModelServer(
-            args.model, ServeSettings(threads=args.threads, draft_tokens=b_draft)
-        ) as two,
+        LocalModelServer(args.model, a_settings) as one,
+        LocalModelServer(args.model, b_settings) as two,
         httpx.Client(timeout=args.timeout) as client,
     ):
         urls = [one.url, two.url]
@@ -180,6 +189,7 @@ def compare(args: argparse.Namespace) -> int:
         meta = {
             "load_average": os.getloadavg(),
             "draft_tokens": given,
+            "full_grammar": args.full_grammar,
             "model": args.model,
             "a": str(args.a),
             "b": str(args.b),
@@ -215,6 +225,12 @@ def main() -> int:
         "--draft-tokens",
         default=None,
         help="prompt-lookup draft tokens: N for both servers, or A,B (default: the server's)",
+    )
+    cmp.add_argument(
+        "--full-grammar",
+        default="0",
+        help="1: the server judges every token against the grammar at each step, as "
+        "llama-cpp-python does on its own (ServeSettings.full_grammar); N for both or A,B",
     )
     cmp.add_argument("--out", type=Path)
     args = parser.parse_args()

@@ -201,6 +201,11 @@ def main() -> int:
     parser.add_argument(
         "--draft-tokens", type=int, default=ServeSettings.draft_tokens, help="prompt lookup"
     )
+    parser.add_argument(
+        "--full-grammar",
+        action="store_true",
+        help="judge every token against the grammar at each step (ServeSettings.full_grammar)",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/results/tsa_real_model.json"))
     args = parser.parse_args()
     if args.combine:
@@ -218,7 +223,9 @@ def main() -> int:
     commit = _commit()  # before the run: the tree may change while it runs
     rows: list[dict[str, Any]] = []
     for key in args.models.split(","):
-        settings = ServeSettings(threads=args.threads, draft_tokens=args.draft_tokens)
+        settings = ServeSettings(
+            threads=args.threads, draft_tokens=args.draft_tokens, full_grammar=args.full_grammar
+        )
         with LocalModelServer(key, settings, log=_log) as server:
             for mode in args.modes.split(","):
                 _log(f"{MODELS[key].title}, {mode} tool calling, {len(cases)} cases")
@@ -240,6 +247,7 @@ def main() -> int:
         "cases": len(cases),
         "split": args.split,
         "draft_tokens": args.draft_tokens,
+        "full_grammar": args.full_grammar,
         "commit": commit,
     }
     args.out.write_text(json.dumps({"meta": meta, "runs": rows}, indent=1) + "\n")

