@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sleuth.core.errors import KubeConflict, KubeExhausted, KubeRejected, KubeRetryable
-from sleuth.core.kube import classify
+from sleuth.core.kubestatus import classify
 
 pytestmark = pytest.mark.unit
 

@@ -12,7 +12,8 @@ import pytest
 
 from sleuth.core.kube import CONFIG_MAP, DEPLOYMENT, TOOL_BINDING
 from sleuth.operator.loop.applier import covers
-from sleuth.operator.loop.watchcache import WatchCache, matches
+from sleuth.operator.loop.selector import matches
+from sleuth.operator.loop.watchcache import WatchCache
 from sleuth.operator.reconcile_common import prune
 from sleuth.operator.render.meta import MANAGED_BY, Owner
 from tests.operator.applier_kit import InMemoryApi, Request

@@ -18,7 +18,7 @@ whether trying again may help is said one way everywhere: the ``retryable`` attr
     │   │   ├── KubeConflict        another writer won a race (409 on a non-apply write)
     │   │   └── KubeExhausted       a capacity is used up (a full Service IP range): reported too
     │   └── KubeRejected            permanent: the request is refused as sent (invalid, forbidden,
-    │                               too large, unconvertible; sleuth.core.kube.classify)
+    │                               too large, unconvertible; sleuth.core.kubestatus.classify)
     ├── NotHealthy (RuntimeError)   a local child process never answered (sleuth.core.process)
     ├── SqlRejected                 the SQL guard refused a query (sleuth.core.sql.guard)
     ├── AgentError                  sleuth.agent.errors

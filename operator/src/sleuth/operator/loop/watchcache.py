@@ -25,6 +25,7 @@ from typing import Any
 
 from sleuth.core.kube import Resource
 from sleuth.operator.loop.rollout import Rollout, rollout
+from sleuth.operator.loop.selector import matches
 
 Key = tuple[str, str, str]  # (kind, namespace, name)
 ChildKey = tuple[str, str, str, str]  # (apiVersion, kind, namespace, name)
@@ -102,49 +103,6 @@ def rollout_view(deployment: dict[str, Any]) -> dict[str, Any]:
         "spec": {k: spec[k] for k in ("replicas", "strategy") if k in spec},
         "status": deployment.get("status") or {},
     }
-
-
-def matches(selector: str, labels: dict[str, str]) -> bool | None:
-    """Whether ``labels`` satisfy a label selector of equality (``k=v``, ``k!=v``), set
-    (``k in (a,b)``, ``k notin (a,b)``) and existence (``k``, ``!k``) requirements; None when
-    the selector has another form."""
-    for term in _terms(selector):
-        if " notin " in term or " in " in term:
-            key, op, rest = term.partition(" notin " if " notin " in term else " in ")
-            if not (rest.startswith("(") and rest.endswith(")")):
-                return None
-            values = {v.strip() for v in rest[1:-1].split(",")}
-            found = labels.get(key.strip())
-            if (found in values) != (op == " in "):
-                return False
-        elif "!=" in term:
-            key, _, value = term.partition("!=")
-            if labels.get(key.strip()) == value.strip():
-                return False
-        elif "=" in term:
-            key, _, value = term.partition("=")
-            if labels.get(key.strip()) != value.lstrip("=").strip():
-                return False
-        elif any(c in term for c in "()<> "):
-            return None
-        elif term.startswith("!"):
-            if term[1:] in labels:
-                return False
-        elif term not in labels:
-            return False
-    return True
-
-
-def _terms(selector: str) -> list[str]:
-    """The comma-separated requirements of a selector (commas inside parentheses kept)."""
-    terms, depth, start = [], 0, 0
-    for index, char in enumerate(selector):
-        depth += (char == "(") - (char == ")")
-        if char == "," and depth == 0:
-            terms.append(selector[start:index].strip())
-            start = index + 1
-    terms.append(selector[start:].strip())
-    return [t for t in terms if t]
 
 
 @dataclass
@@ -445,6 +403,5 @@ __all__ = [
     "WatchCache",
     "child_key",
     "fingerprint",
-    "matches",
     "rollout_view",
 ]
