@@ -80,5 +80,5 @@ def test_prompt_lookup_decoding_is_on_by_default_and_can_be_turned_off() -> None
         "--draft_model",
         "prompt-lookup-decoding",
         "--draft_model_num_pred_tokens",
-        "4",
+        "2",
     ]

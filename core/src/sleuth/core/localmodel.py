@@ -219,7 +219,8 @@ class ServeSettings:
     the examples, words of the question) decodes several tokens per step. With 4, the 1.5B's
     TSA cases took 24-29 % less time, the same 38 of 39 ``dev`` cases right; a batch rounds
     differently from one token at a time, so 8 of 39 replies were worded a little differently
-    (docs/evals.md, issue 33's fourth round). ``full_grammar`` judges the whole vocabulary
+    (docs/evals.md, issue 33's fourth round). 2 was 13 % faster than 4 side by side, with the
+    same 39 replies, and 8 16 % slower (the fifth round). ``full_grammar`` judges the whole vocabulary
     against the grammar at every greedy step, as llama-cpp-python does on its own, instead of the
     best token first (:mod:`sleuth.core.llamaserve`; the same tokens, a quarter slower on a
     guided reply): for measuring only."""
@@ -227,7 +228,7 @@ class ServeSettings:
     context: int = 8192
     threads: int = 1
     batch_threads: int = 2
-    draft_tokens: int = 4
+    draft_tokens: int = 2
     full_grammar: bool = False
     start_timeout_s: float = 180.0
     chat_format: str | None = None  # None: the GGUF's own chat template
