@@ -21,7 +21,7 @@ both sets in one run, alternating case by case:
            /tmp/after.json --draft-tokens 0 --out bench/results/issue33_latency_ab_v5_15_dev.json
 
    ``--draft-tokens`` sets the servers' prompt-lookup decoding (``ServeSettings.draft_tokens``):
-   one number for both, or ``A,B`` (``0,4``: the server as it was before issue 33 against the
+   one number for both, or ``A,B`` (``0,2``: the server as it was before issue 33 against the
    server as it is now). ``--full-grammar`` likewise (``1,0``: the grammar judged over the whole
    vocabulary at every step on A, the best token first on B; ``ServeSettings.full_grammar``).
 

@@ -220,10 +220,10 @@ class ServeSettings:
     TSA cases took 24-29 % less time, the same 38 of 39 ``dev`` cases right; a batch rounds
     differently from one token at a time, so 8 of 39 replies were worded a little differently
     (docs/evals.md, issue 33's fourth round). 2 was 13 % faster than 4 side by side, with the
-    same 39 replies, and 8 16 % slower (the fifth round). ``full_grammar`` judges the whole vocabulary
-    against the grammar at every greedy step, as llama-cpp-python does on its own, instead of the
-    best token first (:mod:`sleuth.core.llamaserve`; the same tokens, a quarter slower on a
-    guided reply): for measuring only."""
+    same 39 replies, and 8 16 % slower (the fifth round). ``full_grammar`` judges the whole
+    vocabulary against the grammar at every greedy step, as llama-cpp-python does on its own,
+    instead of the best token first (:mod:`sleuth.core.llamaserve`; the same tokens, about 15 %
+    slower on a guided reply): for measuring only."""
 
     context: int = 8192
     threads: int = 1
